@@ -1,0 +1,82 @@
+//! `gpuaudit import`: bill files into the ledger, as one batch.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use gpuaudit_core::import::find_profile;
+use gpuaudit_core::ledger::{ImportOptions, Store};
+use gpuaudit_core::report::money_text;
+
+use crate::render::{Align, emit, table};
+
+/// Arguments of `gpuaudit import`.
+#[derive(clap::Args)]
+pub struct ImportArgs {
+    /// Read every file with this profile instead of detecting it (see `gpuaudit formats`).
+    #[arg(long, value_name = "NAME")]
+    profile: Option<String>,
+    /// Import the valid rows and keep the invalid ones, with why, under the ledger's rejects/.
+    #[arg(long)]
+    skip_invalid: bool,
+    /// Read and count only; write nothing.
+    #[arg(long)]
+    dry_run: bool,
+    /// Bill files (CSV).
+    #[arg(required = true, value_name = "FILES")]
+    files: Vec<PathBuf>,
+}
+
+/// Imports, then prints per file what happened and the billed totals of the new charges.
+pub fn run(store: &Store, args: ImportArgs) -> Result<ExitCode, gpuaudit_core::Error> {
+    let profile = args.profile.as_deref().map(find_profile).transpose()?;
+    let options = ImportOptions { profile, skip_invalid: args.skip_invalid, dry_run: args.dry_run };
+    let outcome = store.import(&args.files, &options)?;
+    let mut out = String::new();
+    for f in &outcome.files {
+        out.push_str(&format!(
+            "{}: profile {}, {} rows read, {} new, {} duplicates, {} rejected\n",
+            f.report.path,
+            f.report.profile,
+            f.report.rows_read,
+            f.new,
+            f.duplicates,
+            f.report.rejected
+        ));
+    }
+    let new: u64 = outcome.files.iter().map(|f| f.new).sum();
+    match (&outcome.batch, args.dry_run) {
+        (_, true) => out.push_str(&format!("dry run: {new} new charges, nothing written\n")),
+        (Some(batch), false) => out.push_str(&format!("batch {batch}: {new} new charges\n")),
+        (None, false) => out.push_str("nothing new: the ledger is unchanged\n"),
+    }
+    let rejected: u64 = outcome.files.iter().map(|f| f.report.rejected).sum();
+    if rejected > 0 && args.skip_invalid && !args.dry_run {
+        out.push_str(&format!(
+            "{rejected} rows rejected: see {}\n",
+            store.root().join("rejects").display()
+        ));
+    }
+    if !outcome.totals.is_empty() {
+        let rows: Vec<Vec<String>> = outcome
+            .totals
+            .iter()
+            .map(|((platform, category, currency), (billed, n))| {
+                vec![
+                    platform.clone(),
+                    category.to_string(),
+                    currency.clone(),
+                    money_text(*billed),
+                    n.to_string(),
+                ]
+            })
+            .collect();
+        out.push('\n');
+        out.push_str(&table(
+            &["platform", "category", "currency", "billed_cost", "charges"],
+            &[Align::Left, Align::Left, Align::Left, Align::Right, Align::Right],
+            &rows,
+        ));
+    }
+    emit(&out)?;
+    Ok(ExitCode::SUCCESS)
+}

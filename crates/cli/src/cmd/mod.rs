@@ -1,0 +1,13 @@
+//! One file per subcommand: its arguments and its `run`.
+
+pub mod formats;
+pub mod import;
+pub mod ledger;
+pub mod summary;
+
+use gpuaudit_core::{Error, ErrorKind};
+
+/// A usage error (exit code 2).
+pub fn usage(message: impl Into<String>) -> Error {
+    ErrorKind::Usage(message.into()).into()
+}

@@ -1,0 +1,51 @@
+//! The `gpuaudit` command: parses arguments, calls gpuaudit-core, renders what it returns.
+#![allow(clippy::print_stderr)]
+
+mod cmd;
+mod render;
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand};
+
+/// Import GPU and cloud bills into one exact ledger, and see where the money went.
+#[derive(Parser)]
+#[command(name = "gpuaudit", version, about, max_term_width = 100)]
+struct Cli {
+    /// The ledger folder.
+    #[arg(long, global = true, env = "GPUAUDIT_LEDGER", default_value = ".gpuaudit")]
+    ledger: PathBuf,
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Import bill files (CSV) into the ledger as one batch.
+    Import(cmd::import::ImportArgs),
+    /// Show what is in the ledger: batches, months, platforms, totals.
+    Ledger(cmd::ledger::LedgerArgs),
+    /// Spend grouped by platform, category, instance or month.
+    Summary(cmd::summary::SummaryArgs),
+    /// List the bill formats gpuaudit reads.
+    Formats(cmd::formats::FormatsArgs),
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let store = gpuaudit_core::ledger::Store::open(cli.ledger);
+    let result = match cli.command {
+        Command::Import(args) => cmd::import::run(&store, args),
+        Command::Ledger(args) => cmd::ledger::run(&store, args),
+        Command::Summary(args) => cmd::summary::run(&store, args),
+        Command::Formats(args) => cmd::formats::run(args),
+    };
+    match result {
+        Ok(code) => code,
+        Err(e) => {
+            eprintln!("error: {e}");
+            ExitCode::from(2)
+        }
+    }
+}

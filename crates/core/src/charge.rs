@@ -1,0 +1,431 @@
+//! The ledger line: [`Charge`] and the small types it is made of.
+//!
+//! A charge is one validated line of a bill, with its provenance. Money is
+//! [`rust_decimal::Decimal`] throughout; instants are UTC; the platform's own zone is used
+//! only to cut days and months, when the profile builds the charge.
+//!
+//! This module knows nothing of files, profiles or storage.
+
+use std::fmt;
+use std::str::FromStr;
+
+use chrono::{DateTime, Datelike, NaiveDate, TimeZone, Utc};
+use chrono_tz::Tz;
+use rust_decimal::Decimal;
+use serde::{Deserialize, Serialize};
+
+/// The most decimal places a stored figure may carry. The store keeps every money and
+/// quantity column as DECIMAL(38, 12): bills carry at most 8 decimals in unit prices, and a
+/// figure with more is rejected at import rather than rounded.
+pub const MAX_SCALE: u32 = 12;
+
+macro_rules! string_enum {
+    ($(#[$meta:meta])* $name:ident { $($(#[$vmeta:meta])* $variant:ident = $text:literal,)+ }) => {
+        $(#[$meta])*
+        #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+        #[serde(rename_all = "snake_case")]
+        pub enum $name {
+            $($(#[$vmeta])* $variant,)+
+        }
+
+        impl $name {
+            /// Every value, in declaration order.
+            pub const ALL: &'static [$name] = &[$($name::$variant,)+];
+
+            /// The value's name as stored and printed (snake_case).
+            pub fn as_str(self) -> &'static str {
+                match self {
+                    $($name::$variant => $text,)+
+                }
+            }
+        }
+
+        impl fmt::Display for $name {
+            fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str(self.as_str())
+            }
+        }
+
+        impl FromStr for $name {
+            type Err = String;
+            fn from_str(s: &str) -> Result<Self, String> {
+                match s {
+                    $($text => Ok($name::$variant),)+
+                    _ => Err(format!("{s:?} is not a {}", stringify!($name))),
+                }
+            }
+        }
+    };
+}
+
+string_enum! {
+    /// What a charge paid for.
+    Category {
+        /// GPU/CPU instance time.
+        Compute = "compute",
+        /// The instance's system (boot) disk.
+        SystemDisk = "system_disk",
+        /// A data disk, attached or not.
+        DataDisk = "data_disk",
+        /// Snapshots and custom images.
+        Snapshot = "snapshot",
+        /// Public IP addresses and bandwidth caps.
+        PublicIp = "public_ip",
+        /// Data transfer billed per GB.
+        Traffic = "traffic",
+        /// File or object storage not tied to an instance.
+        Storage = "storage",
+        /// Anything else (taxes, support, payments).
+        Other = "other",
+    }
+}
+
+string_enum! {
+    /// What sort of money movement a charge is.
+    Kind {
+        /// Consumption of a resource.
+        Usage = "usage",
+        /// A subscription order or renewal.
+        Purchase = "purchase",
+        /// Money given back (negative).
+        Refund = "refund",
+        /// A credit, voucher or gift (negative).
+        Credit = "credit",
+        /// A correction by the platform.
+        Adjustment = "adjustment",
+        /// Tax.
+        Tax = "tax",
+        /// A top-up of the account: never spend.
+        Payment = "payment",
+    }
+}
+
+string_enum! {
+    /// How the resource was priced.
+    Pricing {
+        /// Pay as you go.
+        OnDemand = "on_demand",
+        /// Weekly, monthly or yearly plan.
+        Subscription = "subscription",
+        /// Spot / preemptible capacity.
+        Spot = "spot",
+        /// Reserved capacity or commitment discounts.
+        Reserved = "reserved",
+        /// The bill does not say.
+        Unknown = "unknown",
+    }
+}
+
+/// A billing month (账期), such as `2024-05`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct YearMonth {
+    year: i32,
+    month: u32,
+}
+
+impl YearMonth {
+    /// The month, if `month` is 1–12 and the year has four digits.
+    pub fn new(year: i32, month: u32) -> Option<Self> {
+        ((1..=12).contains(&month) && (1000..=9999).contains(&year))
+            .then_some(YearMonth { year, month })
+    }
+
+    /// The year.
+    pub fn year(self) -> i32 {
+        self.year
+    }
+
+    /// The month, 1–12.
+    pub fn month(self) -> u32 {
+        self.month
+    }
+
+    /// The month in which `instant` falls in zone `tz`.
+    pub fn of(instant: DateTime<Utc>, tz: Tz) -> Self {
+        let local = instant.with_timezone(&tz);
+        YearMonth { year: local.year(), month: local.month() }
+    }
+
+    /// The first instant of the month in zone `tz`, in UTC.
+    pub fn start(self, tz: Tz) -> DateTime<Utc> {
+        let day = NaiveDate::from_ymd_opt(self.year, self.month, 1).unwrap_or_default();
+        local_midnight(day, tz)
+    }
+
+    /// The month after this one.
+    pub fn next(self) -> Self {
+        if self.month == 12 {
+            YearMonth { year: self.year + 1, month: 1 }
+        } else {
+            YearMonth { year: self.year, month: self.month + 1 }
+        }
+    }
+}
+
+/// The UTC instant of midnight at the start of `day` in zone `tz` (the earliest, should a
+/// zone ever skip or repeat midnight).
+pub(crate) fn local_midnight(day: NaiveDate, tz: Tz) -> DateTime<Utc> {
+    let naive = day.and_hms_opt(0, 0, 0).unwrap_or_default();
+    tz.from_local_datetime(&naive)
+        .earliest()
+        .map(|t| t.with_timezone(&Utc))
+        .unwrap_or_else(|| Utc.from_utc_datetime(&naive))
+}
+
+impl fmt::Display for YearMonth {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{:04}-{:02}", self.year, self.month)
+    }
+}
+
+impl FromStr for YearMonth {
+    type Err = String;
+
+    /// Accepts `YYYY-MM`, `YYYY/MM` and `YYYYMM`.
+    fn from_str(s: &str) -> Result<Self, String> {
+        let t = s.trim();
+        let digits: String = t.chars().filter(char::is_ascii_digit).collect();
+        let well_formed = match t.len() {
+            6 => digits.len() == 6,
+            7 => digits.len() == 6 && matches!(t.as_bytes()[4], b'-' | b'/'),
+            _ => false,
+        };
+        let parsed = well_formed
+            .then(|| Some((digits[..4].parse().ok()?, digits[4..].parse().ok()?)))
+            .flatten()
+            .and_then(|(y, m)| YearMonth::new(y, m));
+        parsed.ok_or_else(|| format!("{s:?} is not a month (expected YYYY-MM)"))
+    }
+}
+
+impl Serialize for YearMonth {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.collect_str(self)
+    }
+}
+
+impl<'de> Deserialize<'de> for YearMonth {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let s = String::deserialize(d)?;
+        s.parse().map_err(serde::de::Error::custom)
+    }
+}
+
+/// The stable identity of a charge: 128 bits of XXH3 over the fields that identify it.
+///
+/// It is the hash of (platform, account, the row's native id) where the format has one
+/// (流水号, RecordID …), else of every normalised field of the charge plus the occurrence
+/// number of that exact row in its file. Importing the same rows again gives the same ids.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct ChargeId(pub u128);
+
+impl ChargeId {
+    /// The identity of a row that has a native id in its format.
+    pub fn from_native(platform: &str, account: Option<&str>, native: &str) -> Self {
+        let mut h = IdHasher::new("native");
+        h.field(platform);
+        h.field(account.unwrap_or(""));
+        h.field(native);
+        h.finish()
+    }
+
+    /// The identity of a row without a native id: all its normalised fields and the
+    /// occurrence number of identical rows before it in the same file.
+    pub fn from_fields(charge: &Charge, occurrence: u32) -> Self {
+        let mut h = IdHasher::new("fields");
+        h.field(&charge.platform);
+        h.field(charge.account.as_deref().unwrap_or(""));
+        charge.hash_content(&mut h);
+        h.field(&occurrence.to_string());
+        h.finish()
+    }
+
+    /// The content hash used to count identical rows (the id before its occurrence number).
+    pub fn content_key(charge: &Charge) -> u128 {
+        let mut h = IdHasher::new("content");
+        h.field(&charge.platform);
+        h.field(charge.account.as_deref().unwrap_or(""));
+        charge.hash_content(&mut h);
+        h.finish().0
+    }
+}
+
+impl fmt::Display for ChargeId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{:032x}", self.0)
+    }
+}
+
+impl FromStr for ChargeId {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        if s.len() != 32 {
+            return Err(format!("{s:?} is not a charge id (32 hex digits)"));
+        }
+        u128::from_str_radix(s, 16)
+            .map(ChargeId)
+            .map_err(|_| format!("{s:?} is not a charge id (32 hex digits)"))
+    }
+}
+
+/// Feeds fields into XXH3-128 with unambiguous separators.
+pub(crate) struct IdHasher(xxhash_rust::xxh3::Xxh3);
+
+impl IdHasher {
+    fn new(domain: &str) -> Self {
+        let mut h = xxhash_rust::xxh3::Xxh3::new();
+        h.update(domain.as_bytes());
+        h.update(&[0x1e]);
+        IdHasher(h)
+    }
+
+    pub(crate) fn field(&mut self, s: &str) {
+        self.0.update(&(s.len() as u64).to_le_bytes());
+        self.0.update(s.as_bytes());
+    }
+
+    fn opt_decimal(&mut self, d: Option<Decimal>) {
+        match d {
+            Some(d) => self.field(&d.normalize().to_string()),
+            None => self.field("\u{0}"),
+        }
+    }
+
+    fn finish(self) -> ChargeId {
+        ChargeId(self.0.digest128())
+    }
+}
+
+/// Where a charge came from: the file, the line and the bill's own words for the item.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Origin {
+    /// The file as it was named on import.
+    pub file: String,
+    /// 1-based line of the row in that file.
+    pub line: u64,
+    /// The bill's text describing the item (备注, 计费项 …).
+    pub item: String,
+}
+
+/// One validated line of the ledger. Field meanings are DESIGN.md's table.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Charge {
+    /// Stable identity.
+    pub id: ChargeId,
+    /// Profile name: autodl, aliyun, …
+    pub platform: String,
+    /// Billing account, when the bill names one.
+    pub account: Option<String>,
+    /// The platform's 账期, else the local month of `charge_start`.
+    pub billing_period: YearMonth,
+    /// Start of the time paid for (UTC, inclusive).
+    pub charge_start: DateTime<Utc>,
+    /// End of the time paid for (UTC, exclusive).
+    pub charge_end: DateTime<Utc>,
+    /// Instance, disk, snapshot, IP … charged.
+    pub resource_id: Option<String>,
+    /// Its human name.
+    pub resource_name: Option<String>,
+    /// The compute instance the charge belongs to (itself for compute).
+    pub instance_id: Option<String>,
+    /// Region.
+    pub region: Option<String>,
+    /// What the charge paid for.
+    pub category: Category,
+    /// What sort of money movement it is.
+    pub kind: Kind,
+    /// How it was priced.
+    pub pricing: Pricing,
+    /// GPU model, for compute, when known.
+    pub gpu_model: Option<String>,
+    /// Number of GPUs, when known.
+    pub gpu_count: Option<u16>,
+    /// Quantity as billed.
+    pub quantity: Option<Decimal>,
+    /// Unit of the quantity.
+    pub unit: Option<String>,
+    /// Price per unit.
+    pub unit_price: Option<Decimal>,
+    /// Cost before discounts.
+    pub list_cost: Option<Decimal>,
+    /// What the account was charged: the figure every total uses. For a payment (top-up) it
+    /// is the money that came in, negative.
+    pub billed_cost: Decimal,
+    /// ISO 4217 currency.
+    pub currency: String,
+    /// Running account balance after this row, when the export has one.
+    pub balance_after: Option<Decimal>,
+    /// Provenance.
+    pub origin: Origin,
+}
+
+impl Charge {
+    /// Whether the charge counts as spend (everything except payments).
+    pub fn is_spend(&self) -> bool {
+        self.kind != Kind::Payment
+    }
+
+    /// Hashes every field that describes the charge (not its id nor where it was read).
+    fn hash_content(&self, h: &mut IdHasher) {
+        h.field(&self.billing_period.to_string());
+        h.field(&self.charge_start.timestamp_micros().to_string());
+        h.field(&self.charge_end.timestamp_micros().to_string());
+        for s in [&self.resource_id, &self.resource_name, &self.instance_id, &self.region] {
+            h.field(s.as_deref().unwrap_or("\u{0}"));
+        }
+        h.field(self.category.as_str());
+        h.field(self.kind.as_str());
+        h.field(self.pricing.as_str());
+        h.field(self.gpu_model.as_deref().unwrap_or("\u{0}"));
+        h.field(&self.gpu_count.map(|n| n.to_string()).unwrap_or_default());
+        h.opt_decimal(self.quantity);
+        h.field(self.unit.as_deref().unwrap_or("\u{0}"));
+        h.opt_decimal(self.unit_price);
+        h.opt_decimal(self.list_cost);
+        h.opt_decimal(Some(self.billed_cost));
+        h.field(&self.currency);
+        h.opt_decimal(self.balance_after);
+        h.field(&self.origin.item);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn year_month_parses_the_three_spellings_and_rejects_the_rest() {
+        let may = YearMonth::new(2024, 5).unwrap();
+        assert_eq!("2024-05".parse::<YearMonth>(), Ok(may));
+        assert_eq!("202405".parse::<YearMonth>(), Ok(may));
+        assert_eq!("2024/05".parse::<YearMonth>(), Ok(may));
+        for bad in ["2024-13", "2024-5", "24-05", "2024-05-01", "abcdef", ""] {
+            assert!(bad.parse::<YearMonth>().is_err(), "{bad} should not parse");
+        }
+        assert_eq!(may.to_string(), "2024-05");
+        assert_eq!(YearMonth::new(2024, 12).unwrap().next().to_string(), "2025-01");
+    }
+
+    #[test]
+    fn months_are_cut_in_the_platform_zone() {
+        // 2024-05-31 16:30 UTC is 2024-06-01 00:30 in Beijing.
+        let t = Utc.with_ymd_and_hms(2024, 5, 31, 16, 30, 0).unwrap();
+        assert_eq!(YearMonth::of(t, chrono_tz::Asia::Shanghai).to_string(), "2024-06");
+        assert_eq!(YearMonth::of(t, chrono_tz::UTC).to_string(), "2024-05");
+        let june = YearMonth::new(2024, 6).unwrap();
+        assert_eq!(
+            june.start(chrono_tz::Asia::Shanghai),
+            Utc.with_ymd_and_hms(2024, 5, 31, 16, 0, 0).unwrap()
+        );
+    }
+
+    #[test]
+    fn charge_ids_print_as_32_hex_digits_and_parse_back() {
+        let id = ChargeId::from_native("autodl", None, "202405010001");
+        let text = id.to_string();
+        assert_eq!(text.len(), 32);
+        assert_eq!(text.parse::<ChargeId>(), Ok(id));
+        assert_ne!(id, ChargeId::from_native("autodl", Some("a"), "202405010001"));
+        assert_ne!(id, ChargeId::from_native("aliyun", None, "202405010001"));
+    }
+}

@@ -1,0 +1,229 @@
+//! Errors of the library: one [`Error`] type whose [`ErrorKind`] callers can match on.
+//!
+//! Every error about input names where it happened with a [`Location`], displayed as
+//! `path:line: column X: what was wrong`. Each message speaks only for its own layer; causes
+//! are kept as sources, never flattened into strings.
+
+use std::fmt;
+use std::path::PathBuf;
+
+/// Where in an input file something was found: file, line (as a text editor counts it,
+/// starting at 1) and the column's header name.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Location {
+    /// The file as the user named it.
+    pub path: PathBuf,
+    /// 1-based line of the row's first character; 0 when the whole file is meant.
+    pub line: u64,
+    /// The header name of the column, when one column is at fault.
+    pub column: Option<String>,
+}
+
+impl Location {
+    /// A location naming a whole file.
+    pub fn file(path: impl Into<PathBuf>) -> Self {
+        Location { path: path.into(), line: 0, column: None }
+    }
+
+    /// A location naming one line of a file.
+    pub fn line(path: impl Into<PathBuf>, line: u64) -> Self {
+        Location { path: path.into(), line, column: None }
+    }
+
+    /// The same location, narrowed to one column.
+    pub fn with_column(mut self, column: impl Into<String>) -> Self {
+        self.column = Some(column.into());
+        self
+    }
+}
+
+impl fmt::Display for Location {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}", self.path.display())?;
+        if self.line > 0 {
+            write!(f, ":{}", self.line)?;
+        }
+        if let Some(column) = &self.column {
+            write!(f, ": column {column}")?;
+        }
+        Ok(())
+    }
+}
+
+/// One row that could not be turned into a charge, and why.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RowError {
+    /// Where the row is.
+    pub location: Location,
+    /// What was wrong, in the user's terms.
+    pub message: String,
+}
+
+impl fmt::Display for RowError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}: {}", self.location, self.message)
+    }
+}
+
+/// A profile that came close to matching a file's header.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NearMiss {
+    /// The profile's name.
+    pub profile: String,
+    /// The ledger fields whose columns the header lacked, each with its first alias.
+    pub missing: Vec<String>,
+}
+
+/// What went wrong.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum ErrorKind {
+    /// A file could not be read or written.
+    #[error("{path}: {source}")]
+    Io {
+        /// The file or folder.
+        path: PathBuf,
+        /// The operating system's error.
+        #[source]
+        source: std::io::Error,
+    },
+    /// The bytes are neither UTF-8 nor GB18030.
+    #[error("{location}: bytes at offset {offset} are neither UTF-8 nor GB18030")]
+    Encoding {
+        /// The row and column holding the bytes.
+        location: Location,
+        /// Byte offset of the field in the file.
+        offset: u64,
+    },
+    /// The file holds no rows at all.
+    #[error("{}: the file is empty", .path.display())]
+    Empty {
+        /// The file.
+        path: PathBuf,
+    },
+    /// No profile matches the header of a file.
+    #[error("{}", unknown_format_message(location, header, closest))]
+    UnknownFormat {
+        /// The row taken for the header, and the first column it lacked.
+        location: Location,
+        /// The row that looked most like a header.
+        header: Vec<String>,
+        /// The closest profiles and what they missed.
+        closest: Vec<NearMiss>,
+    },
+    /// `--profile` named no known profile.
+    #[error("unknown profile {name:?}; known profiles: {known}")]
+    UnknownProfile {
+        /// The name asked for.
+        name: String,
+        /// The names that exist, comma-separated.
+        known: String,
+    },
+    /// Rows of the input could not be read; nothing was imported.
+    #[error("{}", invalid_rows_message(errors, *total))]
+    InvalidRows {
+        /// The first problems, in file order.
+        errors: Vec<RowError>,
+        /// How many rows were invalid in all.
+        total: u64,
+    },
+    /// The ledger folder is not in a state gpuaudit understands.
+    #[error("ledger {}: {message}", .path.display())]
+    Ledger {
+        /// The ledger folder or file.
+        path: PathBuf,
+        /// What is wrong with it.
+        message: String,
+    },
+    /// The Parquet engine failed.
+    #[cfg(feature = "store")]
+    #[error("{}: parquet: {source}", .path.display())]
+    Parquet {
+        /// The Parquet file.
+        path: PathBuf,
+        /// The engine's error.
+        #[source]
+        source: polars::error::PolarsError,
+    },
+    /// A command-line or configuration value is malformed.
+    #[error("{0}")]
+    Usage(String),
+}
+
+fn unknown_format_message(location: &Location, header: &[String], closest: &[NearMiss]) -> String {
+    let what = if location.column.is_some() { "not found in the header: " } else { "" };
+    let mut s = format!(
+        "{location}: {what}no known bill format matches this file\n  header found: {}",
+        header.join(", ")
+    );
+    for near in closest {
+        s.push_str(&format!(
+            "\n  closest: {} (missing: {})",
+            near.profile,
+            near.missing.join(", ")
+        ));
+    }
+    s.push_str(
+        "\n  hint: name the format with --profile NAME; `gpuaudit formats` lists the known ones",
+    );
+    s
+}
+
+/// How many row problems an error message lists before it says "and N more".
+pub const MAX_LISTED_ROW_ERRORS: usize = 10;
+
+fn invalid_rows_message(errors: &[RowError], total: u64) -> String {
+    let mut lines: Vec<String> =
+        errors.iter().take(MAX_LISTED_ROW_ERRORS).map(ToString::to_string).collect();
+    let listed = lines.len() as u64;
+    if total > listed {
+        lines.push(format!("… and {} more invalid rows", total - listed));
+    }
+    lines.push("nothing was imported (use --skip-invalid to import the valid rows)".into());
+    lines.join("\n")
+}
+
+/// The library's error: a boxed [`ErrorKind`], cheap to return.
+#[derive(Debug)]
+pub struct Error(Box<ErrorKind>);
+
+impl Error {
+    /// What went wrong.
+    pub fn kind(&self) -> &ErrorKind {
+        &self.0
+    }
+
+    /// The error's kind, by value.
+    pub fn into_kind(self) -> ErrorKind {
+        *self.0
+    }
+
+    pub(crate) fn io(path: impl Into<PathBuf>, source: std::io::Error) -> Self {
+        ErrorKind::Io { path: path.into(), source }.into()
+    }
+
+    pub(crate) fn ledger(path: impl Into<PathBuf>, message: impl Into<String>) -> Self {
+        ErrorKind::Ledger { path: path.into(), message: message.into() }.into()
+    }
+}
+
+impl fmt::Display for Error {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        self.0.fmt(f)
+    }
+}
+
+impl std::error::Error for Error {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        self.0.source()
+    }
+}
+
+impl From<ErrorKind> for Error {
+    fn from(kind: ErrorKind) -> Self {
+        Error(Box::new(kind))
+    }
+}
+
+/// The library's result type.
+pub type Result<T, E = Error> = std::result::Result<T, E>;

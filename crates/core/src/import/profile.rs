@@ -1,0 +1,103 @@
+//! The [`Profile`] trait and the static registry of built-in profiles.
+//!
+//! A profile knows one bill format: the aliases of its columns (never positions), its time
+//! zone, and how a row becomes a [`Charge`]. Detection scores every profile against the first
+//! rows of a file (see `source`).
+
+use chrono_tz::Tz;
+
+use crate::charge::{Category, Charge};
+use crate::error::RowError;
+use crate::import::source::Row;
+
+/// One column a profile reads: a key naming it, the header names it goes by, and whether a
+/// file without it is not of this format.
+#[derive(Debug, Clone, Copy)]
+pub struct Column {
+    /// The profile's name for the column (a ledger field or a format-specific one).
+    pub key: &'static str,
+    /// Header names, matched after trimming, ASCII case ignored. The first is shown in errors.
+    pub aliases: &'static [&'static str],
+    /// Whether the column must be present for a file to be of this format.
+    pub required: bool,
+}
+
+/// A charge read from a row, with the row's native id when the format has one.
+#[derive(Debug, Clone)]
+pub struct Parsed {
+    /// The charge; its `id` is filled in by the reader.
+    pub charge: Charge,
+    /// The format's own row id (流水号 …), which then alone decides identity.
+    pub native_id: Option<String>,
+}
+
+/// Turns the rows of one file into charges. One parser reads one file.
+pub trait RowParser {
+    /// Reads one row. `Ok(None)` means the row is kept for [`RowParser::finish`] (profiles
+    /// that need the whole file, such as AutoDL's coverage rule) or carries no charge.
+    fn parse(&mut self, row: &Row<'_>) -> Result<Option<Parsed>, RowError>;
+
+    /// Hands out what the parser kept back, once the file has been read.
+    fn finish(&mut self) -> Vec<Parsed> {
+        Vec::new()
+    }
+}
+
+/// One bill format.
+pub trait Profile: Sync {
+    /// Short stable name, used as the ledger's `platform` and by `--profile`.
+    fn name(&self) -> &'static str;
+    /// One line saying what the format is.
+    fn description(&self) -> &'static str;
+    /// The columns the profile reads.
+    fn columns(&self) -> &'static [Column];
+    /// Index in [`Profile::columns`] of the billed-cost column (read from footer rows).
+    fn billed_column(&self) -> Option<usize>;
+    /// The zone naive times are in, and where days and months are cut.
+    fn zone(&self) -> Tz;
+    /// A parser for one file.
+    fn parser(&self) -> Box<dyn RowParser>;
+}
+
+impl std::fmt::Debug for dyn Profile {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "Profile({})", self.name())
+    }
+}
+
+/// Every built-in profile, in detection order.
+pub static PROFILES: &[&dyn Profile] =
+    &[&crate::import::autodl::AutoDl, &crate::import::aliyun::Aliyun];
+
+/// The built-in profile called `name`.
+pub fn profile_by_name(name: &str) -> Option<&'static dyn Profile> {
+    PROFILES.iter().copied().find(|p| p.name() == name)
+}
+
+/// Classifies `text` by the first keyword of `table` it contains (ASCII case ignored).
+pub(crate) fn classify(text: &str, table: &[(&str, Category)]) -> Option<Category> {
+    let lower = text.to_lowercase();
+    table.iter().find(|(word, _)| lower.contains(&word.to_lowercase())).map(|(_, c)| *c)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn profile_names_are_unique_and_found_by_name() {
+        for p in PROFILES {
+            assert_eq!(profile_by_name(p.name()).map(|q| q.name()), Some(p.name()));
+            assert!(p.columns().iter().any(|c| c.required), "{} has a required column", p.name());
+        }
+        assert!(profile_by_name("nope").is_none());
+    }
+
+    #[test]
+    fn classify_takes_the_first_matching_keyword() {
+        let table = [("流量", Category::Traffic), ("公网", Category::PublicIp)];
+        assert_eq!(classify("公网流量", &table), Some(Category::Traffic));
+        assert_eq!(classify("公网带宽", &table), Some(Category::PublicIp));
+        assert_eq!(classify("CPU", &table), None);
+    }
+}

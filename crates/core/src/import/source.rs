@@ -1,0 +1,544 @@
+//! Reading a bill file: encoding sniffing, the header row among title rows, footer rows,
+//! and rows handed out one at a time with their line numbers.
+//!
+//! Decisions recorded here:
+//! - Encoding: a UTF-8 BOM is stripped; the first 64 KiB decide between UTF-8 and GB18030.
+//!   A file whose first 64 KiB are pure ASCII starts as UTF-8 and switches to GB18030 at the
+//!   first field that is not UTF-8 but is GB18030 (English headers over Chinese values). CSV
+//!   splitting works on raw bytes, which is safe for GB18030: its trail bytes are never
+//!   `,`, `"` or a line break.
+//! - Rows whose cells are all empty are skipped. Rows whose first non-empty cell starts with
+//!   合计 / 总计 / 小计 / Total are control totals, never charges.
+//! - Lines are counted as a text editor counts them; a row that spans lines (a quoted line
+//!   break) is reported at its first line.
+//! - XLSX input is issue #3; this reader takes CSV.
+
+use std::borrow::Cow;
+use std::cell::Cell;
+use std::fs::File;
+use std::io::{self, BufReader, Read};
+use std::path::{Path, PathBuf};
+
+use csv::ByteRecord;
+use rust_decimal::Decimal;
+use sha2::{Digest, Sha256};
+
+use crate::error::{Error, ErrorKind, Location, NearMiss, Result, RowError};
+use crate::import::profile::{Column, Profile};
+
+/// How many leading rows may hold the header.
+pub const HEADER_SEARCH_ROWS: usize = 20;
+const SNIFF_BYTES: usize = 64 * 1024;
+
+/// The text encoding a file was read in.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Encoding {
+    /// UTF-8 (with or without BOM).
+    Utf8,
+    /// GB18030, which covers GBK and GB2312.
+    Gb18030,
+}
+
+/// A control total found in a footer row (合计/总计/小计/Total).
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct ControlTotal {
+    /// 1-based line of the footer row.
+    pub line: u64,
+    /// The footer's label, such as `合计`.
+    pub label: String,
+    /// The figure in the footer's billed-cost column, if it has one.
+    pub amount: Option<Decimal>,
+}
+
+/// The header row: where it is and which column holds each of the profile's fields.
+#[derive(Debug, Clone)]
+pub struct Header {
+    /// Trimmed header names, in file order.
+    pub names: Vec<String>,
+    /// 1-based line of the header row.
+    pub line: u64,
+    /// For each of the profile's columns, its index in the row.
+    pub(crate) map: Vec<Option<usize>>,
+}
+
+/// Reads the bytes of a file once, hashing them on the way.
+struct HashingReader {
+    inner: BufReader<File>,
+    hasher: Sha256,
+    bytes: u64,
+}
+
+impl Read for HashingReader {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        let n = self.inner.read(buf)?;
+        self.hasher.update(&buf[..n]);
+        self.bytes += n as u64;
+        Ok(n)
+    }
+}
+
+/// Per-file decoding state, shared with the rows it hands out.
+pub(crate) struct FileCtx {
+    pub(crate) path: PathBuf,
+    encoding: Cell<Encoding>,
+    seen_multibyte: Cell<bool>,
+    bom_len: u64,
+}
+
+impl FileCtx {
+    /// Decodes one cell, switching an all-ASCII-so-far file to GB18030 where needed.
+    pub(crate) fn decode<'a>(
+        &self,
+        bytes: &'a [u8],
+        line: u64,
+        column: &str,
+        offset: u64,
+    ) -> Result<Cow<'a, str>> {
+        let encoding_error = || {
+            Error::from(ErrorKind::Encoding {
+                location: Location::line(&self.path, line).with_column(column),
+                offset: offset + self.bom_len,
+            })
+        };
+        if self.encoding.get() == Encoding::Utf8 {
+            match std::str::from_utf8(bytes) {
+                Ok(s) => {
+                    if !self.seen_multibyte.get() && !s.is_ascii() {
+                        self.seen_multibyte.set(true);
+                    }
+                    return Ok(Cow::Borrowed(s));
+                }
+                Err(_) if self.seen_multibyte.get() => return Err(encoding_error()),
+                Err(_) => self.encoding.set(Encoding::Gb18030),
+            }
+        }
+        if bytes.is_ascii() {
+            // ASCII is the same in both encodings; skip the decoder.
+            return Ok(Cow::Borrowed(std::str::from_utf8(bytes).map_err(|_| encoding_error())?));
+        }
+        encoding_rs::GB18030
+            .decode_without_bom_handling_and_without_replacement(bytes)
+            .ok_or_else(encoding_error)
+    }
+}
+
+/// A bill file opened for reading: encoding known, header found, profile chosen.
+pub struct BillSource {
+    ctx: FileCtx,
+    reader: csv::Reader<HashingReader>,
+    profile: &'static dyn Profile,
+    header: Header,
+    /// Rows read while looking for the header, after it (to hand out first).
+    pending: std::collections::VecDeque<ByteRecord>,
+    record: ByteRecord,
+    control_totals: Vec<ControlTotal>,
+    rows_read: u64,
+}
+
+/// One data row of a bill, with accessors that report problems at its location.
+pub struct Row<'a> {
+    pub(crate) ctx: &'a FileCtx,
+    pub(crate) record: &'a ByteRecord,
+    pub(crate) header: &'a Header,
+    pub(crate) columns: &'static [Column],
+    pub(crate) line: u64,
+}
+
+impl<'a> Row<'a> {
+    /// 1-based line of the row.
+    pub fn line(&self) -> u64 {
+        self.line
+    }
+
+    /// The file the row is in.
+    pub fn path(&self) -> &Path {
+        &self.ctx.path
+    }
+
+    /// The header name of the profile's column `col`, or its first alias when absent.
+    pub(crate) fn column_name(&self, col: usize) -> &str {
+        match self.header.map[col] {
+            Some(i) => &self.header.names[i],
+            None => self.columns[col].aliases[0],
+        }
+    }
+
+    /// An error about column `col` of this row.
+    pub(crate) fn error(&self, col: usize, message: impl Into<String>) -> RowError {
+        RowError {
+            location: Location::line(&self.ctx.path, self.line).with_column(self.column_name(col)),
+            message: message.into(),
+        }
+    }
+
+    /// The trimmed text of column `col`; `None` when the column is absent or the cell empty.
+    pub(crate) fn text(&self, col: usize) -> Result<Option<Cow<'a, str>>, RowError> {
+        let Some(i) = self.header.map[col] else { return Ok(None) };
+        let Some(bytes) = self.record.get(i) else { return Ok(None) };
+        let offset = self.record.position().map_or(0, |p| p.byte());
+        let text = self.ctx.decode(bytes, self.line, self.column_name(col), offset).map_err(
+            |e| match e.into_kind() {
+                ErrorKind::Encoding { location, offset } => RowError {
+                    location,
+                    message: format!("bytes at offset {offset} are neither UTF-8 nor GB18030"),
+                },
+                other => RowError {
+                    location: Location::line(&self.ctx.path, self.line),
+                    message: other.to_string(),
+                },
+            },
+        )?;
+        Ok(match text {
+            Cow::Borrowed(s) => Some(s.trim()).filter(|s| !s.is_empty()).map(Cow::Borrowed),
+            Cow::Owned(s) => {
+                let t = s.trim();
+                (!t.is_empty()).then(|| Cow::Owned(t.to_owned()))
+            }
+        })
+    }
+
+    /// Column `col` as required text.
+    pub(crate) fn required_text(&self, col: usize) -> Result<Cow<'a, str>, RowError> {
+        self.text(col)?.ok_or_else(|| self.error(col, "is empty"))
+    }
+
+    /// Column `col` as an amount; `None` for an empty/`-`/`NULL` cell.
+    pub(crate) fn amount(&self, col: usize) -> Result<Option<Decimal>, RowError> {
+        match self.text(col)? {
+            None => Ok(None),
+            Some(t) => crate::parse::parse_amount(&t).map_err(|m| self.error(col, m)),
+        }
+    }
+
+    /// Column `col` as a required amount.
+    pub(crate) fn required_amount(&self, col: usize) -> Result<Decimal, RowError> {
+        self.amount(col)?.ok_or_else(|| self.error(col, "has no amount"))
+    }
+
+    /// Column `col` as a time in zone `tz`; `None` for an empty cell.
+    pub(crate) fn time(
+        &self,
+        col: usize,
+        tz: chrono_tz::Tz,
+    ) -> Result<Option<chrono::DateTime<chrono::Utc>>, RowError> {
+        match self.text(col)? {
+            None => Ok(None),
+            Some(t) => crate::parse::parse_time(&t, tz).map(Some).map_err(|m| self.error(col, m)),
+        }
+    }
+
+    /// All cells of the row decoded, lossily where they cannot be (for reject files).
+    pub(crate) fn cells(&self) -> Vec<String> {
+        self.record
+            .iter()
+            .enumerate()
+            .map(|(i, b)| {
+                let name = self.header.names.get(i).map_or("", String::as_str);
+                self.ctx
+                    .decode(b, self.line, name, 0)
+                    .map(Cow::into_owned)
+                    .unwrap_or_else(|_| String::from_utf8_lossy(b).into_owned())
+            })
+            .collect()
+    }
+}
+
+/// What [`BillSource::next_row`] found.
+pub enum Next<'a> {
+    /// A data row.
+    Row(Row<'a>),
+    /// A row that is malformed as a whole (too short or too long).
+    Bad(RowError, Vec<String>),
+}
+
+fn open(path: &Path) -> Result<File> {
+    File::open(path).map_err(|e| Error::io(path, e))
+}
+
+/// Reads the first bytes and decides the encoding. Returns the encoding and BOM length.
+fn sniff(path: &Path) -> Result<(Encoding, u64, bool)> {
+    let mut head = Vec::with_capacity(SNIFF_BYTES);
+    open(path)?.take(SNIFF_BYTES as u64).read_to_end(&mut head).map_err(|e| Error::io(path, e))?;
+    if head.iter().all(|b| b.is_ascii_whitespace()) {
+        return Err(ErrorKind::Empty { path: path.to_owned() }.into());
+    }
+    if head.starts_with(b"\xEF\xBB\xBF") {
+        return Ok((Encoding::Utf8, 3, false));
+    }
+    let cut_short = head.len() == SNIFF_BYTES;
+    match std::str::from_utf8(&head) {
+        Ok(s) => return Ok((Encoding::Utf8, 0, !s.is_ascii())),
+        Err(e) if e.error_len().is_none() && cut_short => return Ok((Encoding::Utf8, 0, true)),
+        Err(_) => {}
+    }
+    let mut decoder = encoding_rs::GB18030.new_decoder_without_bom_handling();
+    let mut out = String::with_capacity(head.len() * 2);
+    let (result, read) = decoder.decode_to_string_without_replacement(&head, &mut out, !cut_short);
+    match result {
+        encoding_rs::DecoderResult::Malformed(bad, _) => {
+            let offset = (read - bad as usize) as u64;
+            let line = 1 + head[..offset as usize].iter().filter(|&&b| b == b'\n').count() as u64;
+            Err(ErrorKind::Encoding { location: Location::line(path, line), offset }.into())
+        }
+        _ => Ok((Encoding::Gb18030, 0, true)),
+    }
+}
+
+fn is_blank(record: &ByteRecord) -> bool {
+    record.iter().all(|f| f.iter().all(u8::is_ascii_whitespace))
+}
+
+/// Whether a row is a footer of control totals.
+fn footer_label(cells: &[String]) -> Option<&str> {
+    let first = cells.iter().map(|c| c.trim()).find(|c| !c.is_empty())?;
+    let lower = first.to_ascii_lowercase();
+    (["合计", "总计", "小计"].iter().any(|w| first.starts_with(w)) || lower.starts_with("total"))
+        .then_some(first)
+}
+
+impl BillSource {
+    /// Opens `path`, decides its encoding, finds its header among the first rows and picks the
+    /// profile: `forced` if given, else the best-scoring one of `candidates`.
+    pub fn open(
+        path: &Path,
+        forced: Option<&'static dyn Profile>,
+        candidates: &[&'static dyn Profile],
+    ) -> Result<Self> {
+        let (encoding, bom_len, seen_multibyte) = sniff(path)?;
+        let mut file = BufReader::with_capacity(256 * 1024, open(path)?);
+        let mut hasher = Sha256::new();
+        if bom_len > 0 {
+            let mut bom = [0u8; 3];
+            file.read_exact(&mut bom).map_err(|e| Error::io(path, e))?;
+            hasher.update(bom);
+        }
+        let hashing = HashingReader { inner: file, hasher, bytes: bom_len };
+        let mut reader =
+            csv::ReaderBuilder::new().has_headers(false).flexible(true).from_reader(hashing);
+        let ctx = FileCtx {
+            path: path.to_owned(),
+            encoding: Cell::new(encoding),
+            seen_multibyte: Cell::new(seen_multibyte),
+            bom_len,
+        };
+        let mut head = Vec::new();
+        let mut record = ByteRecord::new();
+        while head.len() < HEADER_SEARCH_ROWS {
+            if !read_record(&mut reader, &mut record, &ctx.path)? {
+                break;
+            }
+            head.push(record.clone());
+        }
+        if head.iter().all(is_blank) {
+            return Err(ErrorKind::Empty { path: path.to_owned() }.into());
+        }
+        let decoded: Vec<Vec<String>> = head
+            .iter()
+            .map(|r| {
+                let line = r.position().map_or(0, |p| p.line());
+                let offset = r.position().map_or(0, |p| p.byte());
+                r.iter()
+                    .map(|f| ctx.decode(f, line, "", offset).map(|s| s.trim().to_owned()))
+                    .collect::<Result<Vec<_>>>()
+            })
+            .collect::<Result<_>>()?;
+        let pool: Vec<&'static dyn Profile> = match forced {
+            Some(p) => vec![p],
+            None => candidates.to_vec(),
+        };
+        let lines: Vec<u64> = head.iter().map(|r| r.position().map_or(1, |p| p.line())).collect();
+        let (profile, row_index) = choose(path, &pool, &decoded, &lines, forced.is_some())?;
+        let names = decoded[row_index].clone();
+        let header = Header {
+            map: map_columns(profile.columns(), &names),
+            names,
+            line: head[row_index].position().map_or(1, |p| p.line()),
+        };
+        let pending = head.drain(row_index + 1..).collect();
+        Ok(BillSource {
+            ctx,
+            reader,
+            profile,
+            header,
+            pending,
+            record,
+            control_totals: Vec::new(),
+            rows_read: 0,
+        })
+    }
+
+    /// The profile reading this file.
+    pub fn profile(&self) -> &'static dyn Profile {
+        self.profile
+    }
+
+    /// The header row.
+    pub fn header(&self) -> &Header {
+        &self.header
+    }
+
+    /// The file's path.
+    pub fn path(&self) -> &Path {
+        &self.ctx.path
+    }
+
+    /// Data rows handed out so far (footers and blank rows not counted).
+    pub fn rows_read(&self) -> u64 {
+        self.rows_read
+    }
+
+    /// Footer rows seen so far.
+    pub fn control_totals(&self) -> &[ControlTotal] {
+        &self.control_totals
+    }
+
+    /// The SHA-256 and size of the bytes read so far (the whole file once rows run out).
+    pub fn digest(&self) -> (String, u64) {
+        let hashing = self.reader.get_ref();
+        let hex = hashing.hasher.clone().finalize().iter().map(|b| format!("{b:02x}")).collect();
+        (hex, hashing.bytes)
+    }
+
+    /// The next data row, skipping blank rows and recording footers; `None` at the end.
+    pub fn next_row(&mut self) -> Result<Option<Next<'_>>> {
+        loop {
+            if let Some(r) = self.pending.pop_front() {
+                self.record = r;
+            } else if !read_record(&mut self.reader, &mut self.record, &self.ctx.path)? {
+                return Ok(None);
+            }
+            if is_blank(&self.record) {
+                continue;
+            }
+            let line = self.record.position().map_or(0, |p| p.line());
+            let row = Row {
+                ctx: &self.ctx,
+                record: &self.record,
+                header: &self.header,
+                columns: self.profile.columns(),
+                line,
+            };
+            let cells = row.cells();
+            if let Some(label) = footer_label(&cells) {
+                let amount =
+                    self.profile.billed_column().and_then(|col| row.amount(col).ok().flatten());
+                let total = ControlTotal { line, label: label.to_owned(), amount };
+                self.control_totals.push(total);
+                continue;
+            }
+            self.rows_read += 1;
+            let width = self.header.names.len();
+            let found = self.record.len();
+            let extra_filled = (width..found).any(|i| {
+                self.record.get(i).is_some_and(|f| !f.iter().all(u8::is_ascii_whitespace))
+            });
+            if found < width || extra_filled {
+                let column = if found < width {
+                    self.header.names[found].clone()
+                } else {
+                    format!("#{}", width + 1)
+                };
+                let what = if found < width { "missing" } else { "unexpected" };
+                let error = RowError {
+                    location: Location::line(&self.ctx.path, line).with_column(column),
+                    message: format!("{what}: the row has {found} fields, the header {width}"),
+                };
+                return Ok(Some(Next::Bad(error, cells)));
+            }
+            let row = Row {
+                ctx: &self.ctx,
+                record: &self.record,
+                header: &self.header,
+                columns: self.profile.columns(),
+                line,
+            };
+            return Ok(Some(Next::Row(row)));
+        }
+    }
+}
+
+fn read_record(
+    reader: &mut csv::Reader<HashingReader>,
+    record: &mut ByteRecord,
+    path: &Path,
+) -> Result<bool> {
+    reader.read_byte_record(record).map_err(|e| {
+        let line = e.position().map_or(0, |p| p.line());
+        match e.into_kind() {
+            csv::ErrorKind::Io(io) => Error::io(path, io),
+            other => ErrorKind::InvalidRows {
+                errors: vec![RowError {
+                    location: Location::line(path, line),
+                    message: format!("malformed CSV: {other:?}"),
+                }],
+                total: 1,
+            }
+            .into(),
+        }
+    })
+}
+
+/// For each of `columns`, the index of the first header name equal to one of its aliases.
+fn map_columns(columns: &[Column], names: &[String]) -> Vec<Option<usize>> {
+    columns
+        .iter()
+        .map(|c| {
+            c.aliases.iter().find_map(|a| names.iter().position(|n| n.eq_ignore_ascii_case(a)))
+        })
+        .collect()
+}
+
+/// How well a row fits a profile: columns present, and the required ones it lacks.
+fn score(columns: &[Column], names: &[String]) -> (usize, Vec<String>) {
+    let map = map_columns(columns, names);
+    let found = map.iter().filter(|m| m.is_some()).count();
+    let missing = columns
+        .iter()
+        .zip(&map)
+        .filter(|(c, m)| c.required && m.is_none())
+        .map(|(c, _)| c.aliases[0].to_owned())
+        .collect();
+    (found, missing)
+}
+
+/// Picks the (profile, header row) pair with the most matching columns among those that have
+/// every required column.
+fn choose(
+    path: &Path,
+    pool: &[&'static dyn Profile],
+    rows: &[Vec<String>],
+    lines: &[u64],
+    forced: bool,
+) -> Result<(&'static dyn Profile, usize)> {
+    let mut best: Option<(usize, &'static dyn Profile, usize)> = None;
+    let mut near: Vec<(usize, NearMiss, usize)> = Vec::new();
+    for &profile in pool {
+        let mut closest: Option<(usize, Vec<String>, usize)> = None;
+        for (i, names) in rows.iter().enumerate() {
+            let (found, missing) = score(profile.columns(), names);
+            if missing.is_empty() && best.as_ref().is_none_or(|b| found > b.0) {
+                best = Some((found, profile, i));
+            }
+            if closest.as_ref().is_none_or(|c| found > c.0) {
+                closest = Some((found, missing, i));
+            }
+        }
+        if let Some((found, missing, i)) = closest {
+            near.push((found, NearMiss { profile: profile.name().to_owned(), missing }, i));
+        }
+    }
+    if let Some((_, profile, i)) = best {
+        return Ok((profile, i));
+    }
+    near.sort_by_key(|n| std::cmp::Reverse(n.0));
+    let header_row = near.first().map_or(0, |n| n.2);
+    let mut header = rows.get(header_row).cloned().unwrap_or_default();
+    header.retain(|h| !h.is_empty());
+    let closest: Vec<NearMiss> =
+        near.into_iter().take(if forced { 1 } else { 2 }).map(|n| n.1).collect();
+    let mut location = Location::line(path, lines.get(header_row).copied().unwrap_or(1));
+    if let Some(column) = closest.first().and_then(|n| n.missing.first()) {
+        location = location.with_column(column.clone());
+    }
+    Err(ErrorKind::UnknownFormat { location, header, closest }.into())
+}

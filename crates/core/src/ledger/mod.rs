@@ -1,0 +1,615 @@
+//! The embedded ledger: a folder of Hive-partitioned Parquet files and a manifest.
+//!
+//! ```text
+//! .gpuaudit/
+//!   LOCK                                   advisory lock, one writer at a time
+//!   manifest.json                          committed batches
+//!   charges/month=YYYY-MM/platform=P/<batch>-<n>.parquet
+//!   rejects/<batch>/<n>-<file>.csv         rows not imported, with why (--skip-invalid)
+//! ```
+//!
+//! Decisions:
+//! - A batch is committed only by atomically replacing `manifest.json` (temp file, fsync,
+//!   rename, fsync of the folder). Readers read only files the manifest names, so a crash at
+//!   any instant leaves the ledger as before the batch or after it. Files no manifest names
+//!   are removed by the next writer, under the lock.
+//! - One `import` is one batch. A batch that adds no charge and rejects no row is not
+//!   recorded: the manifest stays byte for byte as it was.
+//! - Deduplication: the ids of every committed charge are loaded (only the `id` column) when
+//!   a writer starts; a charge whose id is known, from the ledger or earlier in the same
+//!   batch, is a duplicate.
+//! - Charges are buffered per partition and flushed as a Parquet part file every
+//!   [`FLUSH_ROWS`] rows, so memory holds the known ids and one columnar batch.
+//! - The partition month is the charge's billing period.
+//! - Setting the environment variable `GPUAUDIT_FAILPOINT=before-commit` aborts the process
+//!   after the Parquet files are written and before the manifest is replaced: the crash
+//!   tests use it to prove that such a crash loses nothing and leaves nothing visible.
+
+mod columns;
+
+use std::collections::{BTreeMap, BTreeSet, HashSet};
+use std::fs::{self, File};
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+use chrono::Utc;
+use polars::prelude::{ParquetCompression, ParquetReader, ParquetWriter, SerReader};
+use rust_decimal::Decimal;
+use serde::{Deserialize, Serialize};
+
+pub use columns::COLUMNS;
+
+use crate::charge::{Category, Charge, YearMonth};
+use crate::error::{Error, ErrorKind, MAX_LISTED_ROW_ERRORS, Result, RowError};
+use crate::import::{self, ControlTotal, FileReport, Profile, Sink};
+
+/// Rows buffered before a part file is written.
+pub const FLUSH_ROWS: usize = 100_000;
+
+/// The default ledger folder, relative to the working directory.
+pub const DEFAULT_DIR: &str = ".gpuaudit";
+
+const MANIFEST: &str = "manifest.json";
+const MANIFEST_TMP: &str = "manifest.json.tmp";
+const LOCK: &str = "LOCK";
+
+/// The list of committed batches.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Manifest {
+    /// Format version of the manifest (1).
+    pub version: u32,
+    /// Batches, oldest first.
+    pub batches: Vec<Batch>,
+}
+
+/// One committed import.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Batch {
+    /// Unique id: UTC time and a random suffix.
+    pub id: String,
+    /// When it was committed (RFC 3339, UTC).
+    pub created: String,
+    /// The files read.
+    pub sources: Vec<SourceFile>,
+    /// Charges added.
+    pub rows: u64,
+    /// Billing months the batch added charges to.
+    pub months: Vec<String>,
+    /// Parquet files written, relative to the ledger folder.
+    pub files: Vec<PartFile>,
+    /// Reject files written, relative to the ledger folder.
+    pub rejects: Vec<String>,
+}
+
+/// A bill file read by a batch.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SourceFile {
+    /// The path as given on the command line.
+    pub path: String,
+    /// SHA-256 of its bytes, hex.
+    pub sha256: String,
+    /// Its size in bytes.
+    pub size: u64,
+    /// The profile that read it.
+    pub profile: String,
+    /// Data rows read.
+    pub rows_read: u64,
+    /// Charges new to the ledger.
+    pub new: u64,
+    /// Charges already in the ledger.
+    pub duplicates: u64,
+    /// Rows rejected.
+    pub rejected: u64,
+    /// Footer control totals.
+    pub control_totals: Vec<ControlTotal>,
+}
+
+/// One Parquet part file.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PartFile {
+    /// Path relative to the ledger folder.
+    pub path: String,
+    /// Billing month of its charges.
+    pub month: String,
+    /// Platform of its charges.
+    pub platform: String,
+    /// Number of charges.
+    pub rows: u64,
+}
+
+/// How to import.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct ImportOptions {
+    /// Read every file with this profile instead of detecting one.
+    pub profile: Option<&'static dyn Profile>,
+    /// Import the valid rows and write the invalid ones under `rejects/`.
+    pub skip_invalid: bool,
+    /// Read and count, write nothing.
+    pub dry_run: bool,
+}
+
+/// What importing one file did.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FileOutcome {
+    /// What reading it found.
+    pub report: FileReport,
+    /// Charges new to the ledger.
+    pub new: u64,
+    /// Charges already in the ledger (or earlier in this batch).
+    pub duplicates: u64,
+}
+
+/// Billed totals of new charges: (platform, category, currency) → (billed cost, charges).
+pub type Totals = BTreeMap<(String, Category, String), (Decimal, u64)>;
+
+/// What an import did.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ImportOutcome {
+    /// The batch committed; `None` for a dry run or when nothing was new.
+    pub batch: Option<String>,
+    /// Per file, in the order given.
+    pub files: Vec<FileOutcome>,
+    /// Spend of the new charges (payments left out).
+    pub totals: Totals,
+}
+
+/// A ledger folder.
+#[derive(Debug, Clone)]
+pub struct Store {
+    root: PathBuf,
+}
+
+/// Which charges to load.
+#[derive(Debug, Clone, Default)]
+pub struct LoadFilter {
+    /// Only these billing months (all when empty).
+    pub months: Vec<YearMonth>,
+}
+
+fn io<T>(path: &Path, r: std::io::Result<T>) -> Result<T> {
+    r.map_err(|e| Error::io(path, e))
+}
+
+fn sync_dir(path: &Path) -> Result<()> {
+    io(path, File::open(path).and_then(|d| d.sync_all()))
+}
+
+impl Store {
+    /// The ledger at `root` (nothing is read or created yet).
+    pub fn open(root: impl Into<PathBuf>) -> Self {
+        Store { root: root.into() }
+    }
+
+    /// The ledger folder.
+    pub fn root(&self) -> &Path {
+        &self.root
+    }
+
+    /// The committed batches; an empty manifest when the ledger does not exist yet.
+    pub fn manifest(&self) -> Result<Manifest> {
+        let path = self.root.join(MANIFEST);
+        match fs::read(&path) {
+            Ok(bytes) => serde_json::from_slice(&bytes)
+                .map_err(|e| Error::ledger(&path, format!("unreadable manifest: {e}"))),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                Ok(Manifest { version: 1, batches: Vec::new() })
+            }
+            Err(e) => Err(Error::io(path, e)),
+        }
+    }
+
+    /// Loads the committed charges that pass `filter`, in batch and file order.
+    pub fn load(&self, filter: &LoadFilter) -> Result<Vec<Charge>> {
+        let months: HashSet<String> = filter.months.iter().map(ToString::to_string).collect();
+        let mut charges = Vec::new();
+        for batch in self.manifest()?.batches {
+            for part in batch.files {
+                if !months.is_empty() && !months.contains(&part.month) {
+                    continue;
+                }
+                let path = self.root.join(&part.path);
+                let df = read_parquet(&path, None)?;
+                let mut read = columns::from_frame(&df).map_err(|m| Error::ledger(&path, m))?;
+                charges.append(&mut read);
+            }
+        }
+        Ok(charges)
+    }
+
+    /// Takes the writer's lock (waiting for another writer to finish), sweeps files left by
+    /// a crashed writer and loads the known ids.
+    pub fn writer(&self) -> Result<Writer> {
+        io(&self.root, fs::create_dir_all(&self.root))?;
+        let lock_path = self.root.join(LOCK);
+        let lock = io(
+            &lock_path,
+            fs::OpenOptions::new().create(true).truncate(false).write(true).open(&lock_path),
+        )?;
+        io(&lock_path, lock.lock())?;
+        let manifest = self.manifest()?;
+        self.sweep(&manifest)?;
+        let mut known = HashSet::new();
+        for part in manifest.batches.iter().flat_map(|b| &b.files) {
+            let path = self.root.join(&part.path);
+            let df = read_parquet(&path, Some(vec!["id".into()]))?;
+            let ids = df
+                .column("id")
+                .and_then(|c| c.str().cloned())
+                .map_err(|e| Error::ledger(&path, e.to_string()))?;
+            for id in ids.iter().flatten() {
+                let id = u128::from_str_radix(id, 16)
+                    .map_err(|_| Error::ledger(&path, format!("bad charge id {id:?}")))?;
+                known.insert(id);
+            }
+        }
+        let batch = format!(
+            "{}-{:08x}",
+            Utc::now().format("%Y%m%dT%H%M%S%.6fZ"),
+            std::process::id() ^ (Utc::now().timestamp_subsec_nanos())
+        );
+        Ok(Writer {
+            root: self.root.clone(),
+            _lock: Some(lock),
+            manifest,
+            known,
+            batch,
+            buffers: BTreeMap::new(),
+            buffered: 0,
+            parts: Vec::new(),
+            rejects: Vec::new(),
+            sources: Vec::new(),
+            totals: Totals::new(),
+        })
+    }
+
+    /// Removes files under `charges/` and `rejects/` that no committed batch names, and a
+    /// leftover temporary manifest.
+    fn sweep(&self, manifest: &Manifest) -> Result<()> {
+        let named: HashSet<PathBuf> = manifest
+            .batches
+            .iter()
+            .flat_map(|b| b.files.iter().map(|p| &p.path).chain(&b.rejects))
+            .map(|p| self.root.join(p))
+            .collect();
+        for top in ["charges", "rejects"] {
+            remove_unnamed(&self.root.join(top), &named)?;
+        }
+        let tmp = self.root.join(MANIFEST_TMP);
+        if tmp.exists() {
+            io(&tmp, fs::remove_file(&tmp))?;
+        }
+        Ok(())
+    }
+
+    /// Imports `files` as one batch. See the module docs for what is atomic.
+    pub fn import(&self, files: &[PathBuf], options: &ImportOptions) -> Result<ImportOutcome> {
+        let mut writer = if options.dry_run && !self.root.join(MANIFEST).exists() {
+            Writer::detached(&self.root)
+        } else {
+            self.writer()?
+        };
+        let mut outcomes = Vec::new();
+        let mut failure = Failure::default();
+        for path in files {
+            let mut sink = BatchSink {
+                writer: &mut writer,
+                options,
+                new: 0,
+                duplicates: 0,
+                failure: &mut failure,
+                rejects: None,
+                header: Vec::new(),
+                path: path.clone(),
+            };
+            let report = match import::read_bill(path, options.profile, &mut sink) {
+                Ok(report) => report,
+                Err(e) => {
+                    writer.abort();
+                    return Err(e);
+                }
+            };
+            let (new, duplicates) = (sink.new, sink.duplicates);
+            if let Some(rejects) = sink.rejects.take() {
+                writer.finish_rejects(rejects)?;
+            }
+            writer.sources.push(SourceFile {
+                path: report.path.clone(),
+                sha256: report.sha256.clone(),
+                size: report.size,
+                profile: report.profile.to_owned(),
+                rows_read: report.rows_read,
+                new,
+                duplicates,
+                rejected: report.rejected,
+                control_totals: report.control_totals.clone(),
+            });
+            outcomes.push(FileOutcome { report, new, duplicates });
+        }
+        if failure.total > 0 {
+            writer.abort();
+            return Err(
+                ErrorKind::InvalidRows { errors: failure.errors, total: failure.total }.into()
+            );
+        }
+        let totals = writer.totals.clone();
+        if options.dry_run {
+            writer.abort();
+            return Ok(ImportOutcome { batch: None, files: outcomes, totals });
+        }
+        let batch = writer.commit()?;
+        Ok(ImportOutcome { batch, files: outcomes, totals })
+    }
+}
+
+fn remove_unnamed(dir: &Path, named: &HashSet<PathBuf>) -> Result<()> {
+    let entries = match fs::read_dir(dir) {
+        Ok(entries) => entries,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
+        Err(e) => return Err(Error::io(dir, e)),
+    };
+    for entry in entries {
+        let path = io(dir, entry)?.path();
+        if path.is_dir() {
+            remove_unnamed(&path, named)?;
+            // Only succeeds when empty; a non-empty folder is still in use.
+            let _ = fs::remove_dir(&path);
+        } else if !named.contains(&path) {
+            io(&path, fs::remove_file(&path))?;
+        }
+    }
+    Ok(())
+}
+
+fn read_parquet(path: &Path, columns: Option<Vec<String>>) -> Result<polars::prelude::DataFrame> {
+    let file = io(path, File::open(path))?;
+    ParquetReader::new(file)
+        .with_columns(columns)
+        .finish()
+        .map_err(|source| ErrorKind::Parquet { path: path.to_owned(), source }.into())
+}
+
+/// The first row problems of a batch, kept for the error message.
+#[derive(Default)]
+struct Failure {
+    errors: Vec<RowError>,
+    total: u64,
+}
+
+/// A batch being written, holding the ledger's lock.
+pub struct Writer {
+    root: PathBuf,
+    /// The advisory lock, released on drop; `None` for a dry run on a missing ledger.
+    _lock: Option<File>,
+    manifest: Manifest,
+    known: HashSet<u128>,
+    batch: String,
+    buffers: BTreeMap<(YearMonth, String), Vec<Charge>>,
+    buffered: usize,
+    parts: Vec<PartFile>,
+    rejects: Vec<String>,
+    sources: Vec<SourceFile>,
+    totals: Totals,
+}
+
+impl Writer {
+    /// A writer for a dry run on a ledger that does not exist: nothing is created.
+    fn detached(root: &Path) -> Self {
+        Writer {
+            root: root.to_owned(),
+            _lock: None,
+            manifest: Manifest { version: 1, batches: Vec::new() },
+            known: HashSet::new(),
+            batch: "dry-run".into(),
+            buffers: BTreeMap::new(),
+            buffered: 0,
+            parts: Vec::new(),
+            rejects: Vec::new(),
+            sources: Vec::new(),
+            totals: Totals::new(),
+        }
+    }
+
+    /// Whether `charge` is new; if so it is taken into the batch.
+    fn add(&mut self, charge: Charge, write: bool) -> Result<bool> {
+        if !self.known.insert(charge.id.0) {
+            return Ok(false);
+        }
+        if charge.is_spend() {
+            let key = (charge.platform.clone(), charge.category, charge.currency.clone());
+            let total = self.totals.entry(key).or_default();
+            total.0 += charge.billed_cost;
+            total.1 += 1;
+        }
+        if write {
+            let key = (charge.billing_period, charge.platform.clone());
+            self.buffers.entry(key).or_default().push(charge);
+            self.buffered += 1;
+            if self.buffered >= FLUSH_ROWS {
+                self.flush()?;
+            }
+        }
+        Ok(true)
+    }
+
+    /// Writes every buffered partition as a part file.
+    fn flush(&mut self) -> Result<()> {
+        for ((month, platform), charges) in std::mem::take(&mut self.buffers) {
+            let dir = format!("charges/month={month}/platform={platform}");
+            let rel = format!("{dir}/{}-{:04}.parquet", self.batch, self.parts.len());
+            let path = self.root.join(&rel);
+            io(&path, fs::create_dir_all(self.root.join(&dir)))?;
+            let parquet_error =
+                |source| Error::from(ErrorKind::Parquet { path: path.clone(), source });
+            let mut df = columns::to_frame(&charges).map_err(parquet_error)?;
+            let mut file = io(&path, File::create(&path))?;
+            self.parts.push(PartFile {
+                path: rel,
+                month: month.to_string(),
+                platform,
+                rows: charges.len() as u64,
+            });
+            ParquetWriter::new(&mut file)
+                .with_compression(ParquetCompression::Zstd(None))
+                .finish(&mut df)
+                .map_err(parquet_error)?;
+            io(&path, file.sync_all())?;
+        }
+        self.buffered = 0;
+        Ok(())
+    }
+
+    fn start_rejects(&mut self, path: &Path, header: &[String]) -> Result<RejectFile> {
+        let name = path.file_name().map_or_else(|| "input".into(), |n| n.to_string_lossy());
+        let rel = format!("rejects/{}/{:03}-{name}", self.batch, self.sources.len());
+        let full = self.root.join(&rel);
+        if let Some(dir) = full.parent() {
+            io(dir, fs::create_dir_all(dir))?;
+        }
+        self.rejects.push(rel);
+        let file = io(&full, File::create(&full))?;
+        let mut csv = csv::Writer::from_writer(std::io::BufWriter::new(file));
+        let mut head = vec!["line".to_owned(), "column".to_owned(), "reason".to_owned()];
+        head.extend(header.iter().cloned());
+        csv.write_record(&head).map_err(|e| csv_error(&full, e))?;
+        Ok(RejectFile { path: full, csv })
+    }
+
+    fn finish_rejects(&mut self, rejects: RejectFile) -> Result<()> {
+        let RejectFile { path, csv } = rejects;
+        let file = csv
+            .into_inner()
+            .map_err(|e| Error::io(&path, e.into_error()))?
+            .into_inner()
+            .map_err(|e| Error::io(&path, e.into_error()))?;
+        io(&path, file.sync_all())
+    }
+
+    /// Removes what this batch wrote; the manifest was never touched.
+    fn abort(&mut self) {
+        self.buffers.clear();
+        let written = self.parts.iter().map(|p| &p.path).chain(&self.rejects);
+        for rel in written {
+            let path = self.root.join(rel);
+            let _ = fs::remove_file(&path);
+            // Remove the folders this batch created, when it left them empty.
+            let mut dir = path.parent();
+            while let Some(d) = dir.filter(|d| *d != self.root) {
+                if fs::remove_dir(d).is_err() {
+                    break;
+                }
+                dir = d.parent();
+            }
+        }
+        self.parts.clear();
+        self.rejects.clear();
+    }
+
+    /// Writes what is buffered and commits the batch by replacing the manifest. Returns the
+    /// batch id, or `None` when the batch added nothing (then nothing changes).
+    fn commit(mut self) -> Result<Option<String>> {
+        self.flush()?;
+        if self.parts.is_empty() && self.rejects.is_empty() {
+            return Ok(None);
+        }
+        for dir in self.parts.iter().filter_map(|p| Path::new(&p.path).parent()) {
+            sync_dir(&self.root.join(dir))?;
+        }
+        let months: BTreeSet<String> = self.parts.iter().map(|p| p.month.clone()).collect();
+        let batch = Batch {
+            id: self.batch.clone(),
+            created: Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Secs, true),
+            sources: std::mem::take(&mut self.sources),
+            rows: self.parts.iter().map(|p| p.rows).sum(),
+            months: months.into_iter().collect(),
+            files: std::mem::take(&mut self.parts),
+            rejects: std::mem::take(&mut self.rejects),
+        };
+        let mut manifest = std::mem::take(&mut self.manifest);
+        manifest.version = 1;
+        manifest.batches.push(batch);
+        failpoint("before-commit");
+        let tmp = self.root.join(MANIFEST_TMP);
+        let bytes = serde_json::to_vec_pretty(&manifest)
+            .map_err(|e| Error::ledger(&tmp, format!("cannot encode manifest: {e}")))?;
+        let mut file = io(&tmp, File::create(&tmp))?;
+        io(&tmp, file.write_all(&bytes).and_then(|()| file.sync_all()))?;
+        let target = self.root.join(MANIFEST);
+        io(&target, fs::rename(&tmp, &target))?;
+        sync_dir(&self.root)?;
+        Ok(Some(self.batch.clone()))
+    }
+}
+
+/// Aborts the process at `name` when `GPUAUDIT_FAILPOINT` says so (crash tests).
+fn failpoint(name: &str) {
+    if std::env::var_os("GPUAUDIT_FAILPOINT").is_some_and(|v| v == name) {
+        std::process::abort();
+    }
+}
+
+fn csv_error(path: &Path, e: csv::Error) -> Error {
+    match e.into_kind() {
+        csv::ErrorKind::Io(io) => Error::io(path, io),
+        other => Error::ledger(path, format!("cannot write rejects: {other:?}")),
+    }
+}
+
+struct RejectFile {
+    path: PathBuf,
+    csv: csv::Writer<std::io::BufWriter<File>>,
+}
+
+/// Feeds one file's charges and rejects into the batch.
+struct BatchSink<'a> {
+    writer: &'a mut Writer,
+    options: &'a ImportOptions,
+    new: u64,
+    duplicates: u64,
+    failure: &'a mut Failure,
+    rejects: Option<RejectFile>,
+    header: Vec<String>,
+    path: PathBuf,
+}
+
+impl Sink for BatchSink<'_> {
+    fn begin_file(&mut self, _path: &Path, header: &[String]) -> Result<()> {
+        self.header = header.to_vec();
+        Ok(())
+    }
+
+    fn charge(&mut self, charge: Charge) -> Result<()> {
+        let write = !self.options.dry_run && self.failure.total == 0;
+        if self.writer.add(charge, write)? {
+            self.new += 1;
+        } else {
+            self.duplicates += 1;
+        }
+        Ok(())
+    }
+
+    fn reject(&mut self, error: RowError, cells: Vec<String>) -> Result<()> {
+        if !self.options.skip_invalid {
+            if self.failure.errors.len() < MAX_LISTED_ROW_ERRORS {
+                self.failure.errors.push(error);
+            }
+            self.failure.total += 1;
+            return Ok(());
+        }
+        if self.options.dry_run {
+            return Ok(());
+        }
+        if self.rejects.is_none() {
+            self.rejects = Some(self.writer.start_rejects(&self.path, &self.header)?);
+        }
+        if let Some(rejects) = &mut self.rejects {
+            let mut record = vec![
+                error.location.line.to_string(),
+                error.location.column.clone().unwrap_or_default(),
+                error.message.clone(),
+            ];
+            record.extend(cells);
+            rejects.csv.write_record(&record).map_err(|e| csv_error(&rejects.path, e))?;
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,33 @@
+//! gpuaudit-core: GPU and cloud bills in, one exact, deduplicated ledger out.
+//!
+//! - [`import`] reads bill files (AutoDL, Alibaba Cloud …) into [`Charge`]s, streaming, with
+//!   every problem reported as `file:line: column X: what was wrong`.
+//! - [`ledger`] (feature `store`, on by default) keeps charges in a folder of Parquet files
+//!   with atomic batches and deduplication by [`ChargeId`].
+//! - [`report`] aggregates charges into summaries.
+//!
+//! The library never prints; money is [`rust_decimal::Decimal`] from parsing to printing.
+//!
+//! ```no_run
+//! use gpuaudit_core::{parse_bill, report::{summarize, GroupKey}};
+//!
+//! let bill = parse_bill("bills/aliyun-2024-05.csv".as_ref(), None)?;
+//! for row in summarize(&bill.charges, &[GroupKey::Category]) {
+//!     let _ = (row.keys, row.currency, row.billed_cost);
+//! }
+//! # Ok::<(), gpuaudit_core::Error>(())
+//! ```
+#![deny(missing_docs)]
+
+mod charge;
+mod error;
+pub mod import;
+#[cfg(feature = "store")]
+pub mod ledger;
+mod parse;
+pub mod report;
+
+pub use charge::{Category, Charge, ChargeId, Kind, MAX_SCALE, Origin, Pricing, YearMonth};
+pub use error::{Error, ErrorKind, Location, MAX_LISTED_ROW_ERRORS, NearMiss, Result, RowError};
+pub use import::{Bill, FileReport, parse_bill, read_bill};
+pub use parse::{parse_amount, parse_time};
