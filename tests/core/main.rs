@@ -1,1 +1,201 @@
+//! Integration tests of gpuaudit-core: profiles on fixtures, identity, and the store.
+//! One test binary for the crate (each links polars).
+#![allow(missing_docs, clippy::unwrap_used)]
 
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use chrono::{TimeZone, Utc};
+use gpuaudit_core::import::find_profile;
+use gpuaudit_core::report::{GroupKey, summarize};
+use gpuaudit_core::{Category, Charge, ErrorKind, Kind, Pricing, parse_bill};
+use rust_decimal::Decimal;
+use rust_decimal_macros::dec;
+
+mod store;
+
+pub fn fixture(rel: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fixtures").join(rel)
+}
+
+/// Spend per category, as the summary computes it.
+pub fn by_category(charges: &[Charge]) -> BTreeMap<String, Decimal> {
+    summarize(charges, &[GroupKey::Category])
+        .into_iter()
+        .map(|r| (r.keys[0].clone().unwrap(), r.billed_cost))
+        .collect()
+}
+
+fn cats(pairs: &[(&str, Decimal)]) -> BTreeMap<String, Decimal> {
+    pairs.iter().map(|(k, v)| ((*k).to_owned(), *v)).collect()
+}
+
+#[test]
+fn autodl_totals_by_category_match_the_hand_computed_ones() {
+    let bill = parse_bill(&fixture("autodl/valid/two_days.csv"), None).unwrap();
+    assert_eq!(bill.report.profile, "autodl");
+    assert_eq!(bill.charges.len(), 7);
+    // compute: 2.12 + 2.18 + 0.73 − 2.00 refund; data disk: 2 × 1.60; the top-up is no spend.
+    assert_eq!(
+        by_category(&bill.charges),
+        cats(&[("compute", dec!(3.03)), ("data_disk", dec!(3.20))])
+    );
+}
+
+#[test]
+fn autodl_payments_are_kept_but_never_spend() {
+    let bill = parse_bill(&fixture("autodl/valid/two_days.csv"), None).unwrap();
+    let topup = bill.charges.iter().find(|c| c.kind == Kind::Payment).unwrap();
+    assert_eq!(topup.billed_cost, dec!(-100.00));
+    assert_eq!(topup.balance_after, Some(dec!(100.00)));
+    assert!(!topup.is_spend());
+    let spend: Decimal = summarize(&bill.charges, &[]).iter().map(|r| r.billed_cost).sum();
+    assert_eq!(spend, dec!(6.23));
+    let refund = bill.charges.iter().find(|c| c.kind == Kind::Refund).unwrap();
+    assert_eq!(refund.billed_cost, dec!(-2.00));
+}
+
+#[test]
+fn autodl_compute_rows_cover_the_hour_before_or_since_the_previous_row() {
+    let bill = parse_bill(&fixture("autodl/valid/two_days.csv"), None).unwrap();
+    let utc = |d, h, m, s| Utc.with_ymd_and_hms(2024, 5, d, h, m, s).unwrap();
+    let mut compute: Vec<_> = bill
+        .charges
+        .iter()
+        .filter(|c| c.category == Category::Compute && c.kind == Kind::Usage)
+        .map(|c| (c.charge_start, c.charge_end, c.origin.line))
+        .collect();
+    compute.sort();
+    assert_eq!(
+        compute,
+        vec![
+            (utc(1, 0, 59, 59), utc(1, 1, 59, 59), 7),
+            (utc(2, 0, 59, 59), utc(2, 1, 59, 59), 4),
+            (utc(2, 1, 59, 59), utc(2, 2, 20, 0), 3),
+        ]
+    );
+    let disk = bill.charges.iter().find(|c| c.origin.line == 5).unwrap();
+    assert_eq!(disk.category, Category::DataDisk);
+    assert_eq!(disk.resource_id.as_deref(), Some("ab12cd34ef/data_disk"));
+    assert_eq!(disk.instance_id.as_deref(), Some("ab12cd34ef"));
+    let april_30 = Utc.with_ymd_and_hms(2024, 4, 30, 16, 0, 0).unwrap();
+    assert_eq!((disk.charge_start, disk.charge_end), (april_30, utc(1, 16, 0, 0)), "a local day");
+}
+
+#[test]
+fn aliyun_english_headers_totals_kinds_and_links() {
+    let bill = parse_bill(&fixture("aliyun/valid/english_headers.csv"), None).unwrap();
+    assert_eq!(bill.report.profile, "aliyun");
+    assert_eq!(bill.charges.len(), 9);
+    assert_eq!(
+        by_category(&bill.charges),
+        cats(&[
+            ("compute", dec!(670.00)),
+            ("data_disk", dec!(2.40)),
+            ("public_ip", dec!(1.20)),
+            ("snapshot", dec!(1.60)),
+            ("system_disk", dec!(0.50)),
+            ("traffic", dec!(3.456)),
+        ])
+    );
+    let refund = bill.charges.iter().find(|c| c.kind == Kind::Refund).unwrap();
+    assert_eq!((refund.billed_cost, refund.list_cost), (dec!(-300.00), Some(dec!(-300.00))));
+    let order = bill.charges.iter().find(|c| c.kind == Kind::Purchase).unwrap();
+    assert_eq!(order.pricing, Pricing::Subscription);
+    assert_eq!(order.gpu_model.as_deref(), Some("A10"));
+    let disk = bill.charges.iter().find(|c| c.category == Category::DataDisk).unwrap();
+    assert_eq!(disk.resource_id.as_deref(), Some("d-bp1bbbb2222"));
+    assert_eq!(disk.instance_id.as_deref(), Some("i-bp1aaaa1111"));
+    let snapshots: Vec<_> =
+        bill.charges.iter().filter(|c| c.category == Category::Snapshot).collect();
+    assert_eq!(snapshots.len(), 2);
+    assert_ne!(snapshots[0].id, snapshots[1].id, "identical rows are distinct charges");
+    assert_eq!(snapshots[0].instance_id, None, "a snapshot naming no instance is unlinked");
+}
+
+#[test]
+fn aliyun_gb18030_with_title_rows_and_a_footer() {
+    let path = fixture("aliyun/valid/gb18030_title_and_footer.csv");
+    let bill = parse_bill(&path, None).unwrap();
+    assert_eq!(bill.report.rows_read, 3);
+    assert_eq!(
+        by_category(&bill.charges),
+        cats(&[("compute", dec!(10.00)), ("system_disk", dec!(0.30)), ("traffic", dec!(1.25))])
+    );
+    assert_eq!(bill.charges[0].origin.line, 4, "lines count the title rows");
+    assert_eq!(bill.charges[0].region.as_deref(), Some("华东1（杭州）"));
+    let footer = &bill.report.control_totals;
+    assert_eq!(footer.len(), 1);
+    assert_eq!((footer[0].line, footer[0].label.as_str()), (7, "合计"));
+    assert_eq!(footer[0].amount, Some(dec!(11.55)));
+}
+
+#[test]
+fn forcing_a_profile_overrides_detection_and_explains_a_mismatch() {
+    let autodl = find_profile("autodl").unwrap();
+    let err = parse_bill(&fixture("aliyun/valid/english_headers.csv"), Some(autodl)).unwrap_err();
+    let ErrorKind::UnknownFormat { location, closest, .. } = err.kind() else { panic!("{err}") };
+    assert_eq!(location.line, 1);
+    assert_eq!(closest[0].profile, "autodl");
+    assert!(closest[0].missing.contains(&"交易时间".to_owned()));
+    assert!(matches!(find_profile("nope").unwrap_err().kind(), ErrorKind::UnknownProfile { .. }));
+}
+
+/// Each bad input names its file, line and column.
+#[test]
+fn bad_input_is_reported_at_its_line_and_column() {
+    let cases = [
+        (
+            "autodl/invalid/amount_not_a_number.csv",
+            "amount_not_a_number.csv:2: column 交易金额: \"12,3x\" is not an amount",
+        ),
+        (
+            "autodl/invalid/time_unparseable.csv",
+            "time_unparseable.csv:3: column 交易时间: \"2024-05-32 10:59:59\" is not a time",
+        ),
+        (
+            "aliyun/invalid/short_row.csv",
+            "short_row.csv:3: column 实例规格: missing (the row has 12 fields, the header 20)",
+        ),
+        (
+            "unknown/invalid/unknown_header.csv",
+            "unknown_header.csv:1: column 交易时间: not found in the header",
+        ),
+        ("unknown/invalid/empty.csv", "empty.csv: the file is empty"),
+        (
+            "unknown/invalid/neither_utf8_nor_gb18030.csv",
+            "neither_utf8_nor_gb18030.csv:2: column 产品: bytes at offset",
+        ),
+    ];
+    for (rel, want) in cases {
+        let err = parse_bill(&fixture(rel), None).unwrap_err().to_string();
+        assert!(err.contains(want), "{rel}:\n got: {err}\nwant: {want}");
+    }
+}
+
+#[test]
+fn every_fixture_is_read_by_a_test() {
+    let root = fixture("");
+    let mut sources = String::new();
+    for dir in ["tests/core", "tests/cli"] {
+        for entry in std::fs::read_dir(root.join("..").join(dir)).unwrap() {
+            sources.push_str(&std::fs::read_to_string(entry.unwrap().path()).unwrap());
+        }
+    }
+    let mut stack = vec![root.clone()];
+    let mut unused = Vec::new();
+    while let Some(dir) = stack.pop() {
+        for entry in std::fs::read_dir(dir).unwrap() {
+            let path = entry.unwrap().path();
+            if path.is_dir() {
+                stack.push(path);
+            } else if path.extension().is_some_and(|e| e == "csv") {
+                let rel = path.strip_prefix(&root).unwrap().to_string_lossy().into_owned();
+                if !sources.contains(&rel) {
+                    unused.push(rel);
+                }
+            }
+        }
+    }
+    assert!(unused.is_empty(), "fixtures no test reads: {unused:?}");
+}

@@ -266,19 +266,30 @@ fn sniff(path: &Path) -> Result<(Encoding, u64, bool)> {
         return Ok((Encoding::Utf8, 3, false));
     }
     let cut_short = head.len() == SNIFF_BYTES;
-    match std::str::from_utf8(&head) {
+    let utf8_valid_up_to = match std::str::from_utf8(&head) {
         Ok(s) => return Ok((Encoding::Utf8, 0, !s.is_ascii())),
         Err(e) if e.error_len().is_none() && cut_short => return Ok((Encoding::Utf8, 0, true)),
-        Err(_) => {}
-    }
+        Err(e) => e.valid_up_to(),
+    };
     let mut decoder = encoding_rs::GB18030.new_decoder_without_bom_handling();
     let mut out = String::with_capacity(head.len() * 2);
     let (result, read) = decoder.decode_to_string_without_replacement(&head, &mut out, !cut_short);
     match result {
         encoding_rs::DecoderResult::Malformed(bad, _) => {
-            let offset = (read - bad as usize) as u64;
-            let line = 1 + head[..offset as usize].iter().filter(|&&b| b == b'\n').count() as u64;
-            Err(ErrorKind::Encoding { location: Location::line(path, line), offset }.into())
+            // Report where the file stops being readable in the encoding that got further.
+            let offset = (read - bad as usize).max(utf8_valid_up_to);
+            let before = &head[..offset];
+            let line = 1 + before.iter().filter(|&&b| b == b'\n').count() as u64;
+            let line_start = before.iter().rposition(|&b| b == b'\n').map_or(0, |i| i + 1);
+            let index = before[line_start..].iter().filter(|&&b| b == b',').count();
+            let first_line = head.split(|&b| b == b'\n').next().unwrap_or_default();
+            let names = String::from_utf8_lossy(first_line);
+            let column = match names.split(',').nth(index) {
+                Some(name) if line > 1 => name.trim().to_owned(),
+                _ => format!("#{}", index + 1),
+            };
+            let location = Location::line(path, line).with_column(column);
+            Err(ErrorKind::Encoding { location, offset: offset as u64 }.into())
         }
         _ => Ok((Encoding::Gb18030, 0, true)),
     }
@@ -441,7 +452,7 @@ impl BillSource {
                 let what = if found < width { "missing" } else { "unexpected" };
                 let error = RowError {
                     location: Location::line(&self.ctx.path, line).with_column(column),
-                    message: format!("{what}: the row has {found} fields, the header {width}"),
+                    message: format!("{what} (the row has {found} fields, the header {width})"),
                 };
                 return Ok(Some(Next::Bad(error, cells)));
             }

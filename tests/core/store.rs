@@ -1,0 +1,114 @@
+//! The Parquet store: exact round trip, deduplication, dry runs, rejects.
+
+use gpuaudit_core::ledger::{ImportOptions, LoadFilter, Store};
+use gpuaudit_core::{ErrorKind, YearMonth, parse_bill};
+use rust_decimal_macros::dec;
+
+use super::{by_category, fixture};
+
+fn ledger() -> (tempfile::TempDir, Store) {
+    let dir = tempfile::tempdir().unwrap();
+    let store = Store::open(dir.path().join(".gpuaudit"));
+    (dir, store)
+}
+
+#[test]
+fn round_trip_is_exact_for_every_field() {
+    let (_dir, store) = ledger();
+    let files = [fixture("aliyun/valid/english_headers.csv"), fixture("autodl/valid/two_days.csv")];
+    store.import(&files, &ImportOptions::default()).unwrap();
+    let mut want: Vec<_> =
+        files.iter().flat_map(|f| parse_bill(f, None).unwrap().charges).collect();
+    let mut got = store.load(&LoadFilter::default()).unwrap();
+    want.sort_by_key(|c| c.id);
+    got.sort_by_key(|c| c.id);
+    assert_eq!(got.len(), 16);
+    assert_eq!(got, want);
+    let traffic = got.iter().find(|c| c.billed_cost == dec!(3.456)).unwrap();
+    assert_eq!(traffic.unit_price, Some(dec!(0.80)));
+    assert_eq!(traffic.quantity, Some(dec!(4.32)));
+}
+
+#[test]
+fn reimporting_the_same_file_adds_nothing_and_changes_nothing() {
+    let (_dir, store) = ledger();
+    let files = [fixture("autodl/valid/two_days.csv")];
+    let first = store.import(&files, &ImportOptions::default()).unwrap();
+    assert_eq!(first.files[0].new, 7);
+    let manifest = std::fs::read(store.root().join("manifest.json")).unwrap();
+    let again = store.import(&files, &ImportOptions::default()).unwrap();
+    assert_eq!((again.files[0].new, again.files[0].duplicates), (0, 7));
+    assert_eq!(again.batch, None);
+    assert_eq!(std::fs::read(store.root().join("manifest.json")).unwrap(), manifest);
+    assert_eq!(store.load(&LoadFilter::default()).unwrap().len(), 7);
+}
+
+#[test]
+fn an_overlapping_export_adds_only_its_new_rows() {
+    let (_dir, store) = ledger();
+    let a = store.import(&[fixture("aliyun/valid/overlap_may01_02.csv")], &Default::default());
+    assert_eq!(a.unwrap().files[0].new, 4);
+    let b =
+        store.import(&[fixture("aliyun/valid/overlap_may02_03.csv")], &Default::default()).unwrap();
+    assert_eq!((b.files[0].new, b.files[0].duplicates), (2, 2));
+    let all = store.load(&LoadFilter::default()).unwrap();
+    assert_eq!(by_category(&all)["compute"], dec!(270.00));
+    assert_eq!(by_category(&all)["system_disk"], dec!(0.90));
+}
+
+#[test]
+fn a_dry_run_counts_but_writes_nothing() {
+    let (dir, store) = ledger();
+    let options = ImportOptions { dry_run: true, ..Default::default() };
+    let out = store.import(&[fixture("autodl/valid/two_days.csv")], &options).unwrap();
+    assert_eq!(out.files[0].new, 7);
+    assert!(!store.root().exists(), "a dry run creates no ledger");
+    drop(dir);
+}
+
+#[test]
+fn skip_invalid_imports_the_valid_rows_and_keeps_the_rejects() {
+    let (_dir, store) = ledger();
+    let options = ImportOptions { skip_invalid: true, ..Default::default() };
+    let out = store.import(&[fixture("autodl/invalid/amount_not_a_number.csv")], &options).unwrap();
+    assert_eq!((out.files[0].new, out.files[0].report.rejected), (1, 1));
+    let manifest = store.manifest().unwrap();
+    let rejects = &manifest.batches[0].rejects;
+    assert_eq!(rejects.len(), 1);
+    let text = std::fs::read_to_string(store.root().join(&rejects[0])).unwrap();
+    let mut lines = text.lines();
+    assert_eq!(
+        lines.next(),
+        Some(
+            "line,column,reason,流水号,交易时间,收支类型,交易类型,交易渠道,交易金额,账户余额,备注"
+        )
+    );
+    assert_eq!(
+        lines.next(),
+        Some(
+            "2,交易金额,\"\"\"12,3x\"\" is not an amount\",B0002,2024-05-01 10:59:59,支出,按量计费,余额,\"12,3x\",97.88,容器实例ID：ab12cd34ef"
+        )
+    );
+}
+
+#[test]
+fn an_invalid_row_fails_the_whole_batch() {
+    let (_dir, store) = ledger();
+    let files =
+        [fixture("autodl/valid/two_days.csv"), fixture("autodl/invalid/time_unparseable.csv")];
+    let err = store.import(&files, &ImportOptions::default()).unwrap_err();
+    let ErrorKind::InvalidRows { errors, total } = err.kind() else { panic!("{err}") };
+    assert_eq!((*total, errors[0].location.line), (1, 3));
+    assert!(store.manifest().unwrap().batches.is_empty());
+    assert!(!store.root().join("charges").exists(), "nothing of the batch is left");
+}
+
+#[test]
+fn loading_one_month_reads_only_its_partition() {
+    let (_dir, store) = ledger();
+    store.import(&[fixture("autodl/valid/two_days.csv")], &Default::default()).unwrap();
+    let may = LoadFilter { months: vec![YearMonth::new(2024, 5).unwrap()] };
+    let june = LoadFilter { months: vec![YearMonth::new(2024, 6).unwrap()] };
+    assert_eq!(store.load(&may).unwrap().len(), 7);
+    assert_eq!(store.load(&june).unwrap().len(), 0);
+}
