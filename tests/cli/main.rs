@@ -1,1 +1,313 @@
+//! Tests of the `gpuaudit` binary: whole outputs, exit codes, and the ledger on disk.
+//! One test binary for the crate (each links polars).
+#![allow(missing_docs, clippy::unwrap_used)]
 
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+fn root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..").canonicalize().unwrap()
+}
+
+/// Runs gpuaudit in `cwd` (paths in `args` are relative to the repository root).
+fn gpuaudit(cwd: &Path, args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_gpuaudit"))
+        .args(args)
+        .current_dir(cwd)
+        .env_remove("GPUAUDIT_LEDGER")
+        .env_remove("GPUAUDIT_FAILPOINT")
+        .output()
+        .unwrap()
+}
+
+fn stdout(o: &Output) -> String {
+    String::from_utf8(o.stdout.clone()).unwrap()
+}
+
+fn stderr(o: &Output) -> String {
+    String::from_utf8(o.stderr.clone()).unwrap()
+}
+
+/// A work folder holding a copy of the fixtures and examples, so paths print short.
+fn workdir() -> tempfile::TempDir {
+    let dir = tempfile::tempdir().unwrap();
+    for top in ["fixtures", "examples/bills"] {
+        copy_tree(&root().join(top), &dir.path().join(top));
+    }
+    dir
+}
+
+fn copy_tree(from: &Path, to: &Path) {
+    std::fs::create_dir_all(to).unwrap();
+    for entry in std::fs::read_dir(from).unwrap() {
+        let path = entry.unwrap().path();
+        let target = to.join(path.file_name().unwrap());
+        if path.is_dir() {
+            copy_tree(&path, &target);
+        } else {
+            std::fs::copy(&path, &target).unwrap();
+        }
+    }
+}
+
+/// Every file under the ledger folder with its bytes.
+fn snapshot(ledger: &Path) -> BTreeMap<PathBuf, Vec<u8>> {
+    let mut files = BTreeMap::new();
+    let mut stack = vec![ledger.to_owned()];
+    while let Some(dir) = stack.pop() {
+        for entry in std::fs::read_dir(dir).unwrap() {
+            let path = entry.unwrap().path();
+            if path.is_dir() {
+                stack.push(path);
+            } else {
+                files.insert(path.clone(), std::fs::read(&path).unwrap());
+            }
+        }
+    }
+    files
+}
+
+#[test]
+fn import_prints_per_file_counts_and_totals_by_platform_and_category() {
+    let dir = workdir();
+    let out = gpuaudit(
+        dir.path(),
+        &[
+            "import",
+            "fixtures/autodl/valid/two_days.csv",
+            "fixtures/aliyun/valid/english_headers.csv",
+        ],
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let text = stdout(&out);
+    let lines: Vec<&str> = text.lines().collect();
+    assert_eq!(
+        lines[0],
+        "fixtures/autodl/valid/two_days.csv: profile autodl, 7 rows read, 7 new, 0 duplicates, 0 rejected"
+    );
+    assert_eq!(
+        lines[1],
+        "fixtures/aliyun/valid/english_headers.csv: profile aliyun, 9 rows read, 9 new, 0 duplicates, 0 rejected"
+    );
+    assert!(lines[2].starts_with("batch ") && lines[2].ends_with(": 16 new charges"), "{text}");
+    assert_eq!(
+        lines[4..].join("\n"),
+        "\
+platform  category     currency  billed_cost  charges
+aliyun    compute      CNY            670.00        3
+aliyun    system_disk  CNY              0.50        1
+aliyun    data_disk    CNY              2.40        1
+aliyun    snapshot     CNY              1.60        2
+aliyun    public_ip    CNY              1.20        1
+aliyun    traffic      CNY             3.456        1
+autodl    compute      CNY              3.03        4
+autodl    data_disk    CNY              3.20        2"
+    );
+    let again = gpuaudit(dir.path(), &["import", "fixtures/autodl/valid/two_days.csv"]);
+    assert_eq!(
+        stdout(&again),
+        "fixtures/autodl/valid/two_days.csv: profile autodl, 7 rows read, 0 new, 7 duplicates, 0 rejected\nnothing new: the ledger is unchanged\n"
+    );
+}
+
+#[test]
+fn summary_csv_and_json_are_the_documented_contract() {
+    let dir = workdir();
+    let imported = gpuaudit(
+        dir.path(),
+        &[
+            "import",
+            "fixtures/autodl/valid/two_days.csv",
+            "fixtures/aliyun/valid/english_headers.csv",
+        ],
+    );
+    assert_eq!(imported.status.code(), Some(0));
+    let csv = gpuaudit(
+        dir.path(),
+        &["summary", "--month", "2024-05", "--by", "platform,category", "--format", "csv"],
+    );
+    assert_eq!(
+        stdout(&csv),
+        "\
+platform,category,currency,billed_cost,list_cost,charges
+aliyun,compute,CNY,670.00,774.40,3
+aliyun,traffic,CNY,3.456,3.456,1
+autodl,data_disk,CNY,3.20,3.20,2
+autodl,compute,CNY,3.03,3.03,4
+aliyun,data_disk,CNY,2.40,2.40,1
+aliyun,snapshot,CNY,1.60,1.60,2
+aliyun,public_ip,CNY,1.20,1.20,1
+aliyun,system_disk,CNY,0.50,0.50,1
+"
+    );
+    let json = gpuaudit(dir.path(), &["summary", "--by", "platform", "--format", "json"]);
+    assert_eq!(
+        stdout(&json),
+        "{\"rows\":[{\"billed_cost\":\"679.156\",\"charges\":9,\"currency\":\"CNY\",\"list_cost\":\"783.556\",\"platform\":\"aliyun\"},{\"billed_cost\":\"6.23\",\"charges\":6,\"currency\":\"CNY\",\"list_cost\":\"6.23\",\"platform\":\"autodl\"}]}\n"
+    );
+    let june = gpuaudit(dir.path(), &["summary", "--month", "2024-06", "--format", "csv"]);
+    assert_eq!(stdout(&june), "platform,category,currency,billed_cost,list_cost,charges\n");
+    let bad = gpuaudit(dir.path(), &["summary", "--by", "gpu"]);
+    assert_eq!(bad.status.code(), Some(2));
+    assert!(stderr(&bad).contains("\"gpu\" is not a summary key"), "{}", stderr(&bad));
+}
+
+/// Each kind of bad input: exit code 2, `path:line: column X: …`, the ledger byte-identical.
+#[test]
+fn bad_input_exits_2_with_its_location_and_leaves_the_ledger_untouched() {
+    let dir = workdir();
+    let ok = gpuaudit(dir.path(), &["import", "fixtures/aliyun/valid/overlap_may01_02.csv"]);
+    assert_eq!(ok.status.code(), Some(0), "{}", stderr(&ok));
+    let before = snapshot(&dir.path().join(".gpuaudit"));
+    let cases = [
+        (
+            "fixtures/autodl/invalid/amount_not_a_number.csv",
+            "error: fixtures/autodl/invalid/amount_not_a_number.csv:2: column 交易金额: \"12,3x\" is not an amount\n",
+        ),
+        (
+            "fixtures/autodl/invalid/time_unparseable.csv",
+            "error: fixtures/autodl/invalid/time_unparseable.csv:3: column 交易时间: \"2024-05-32 10:59:59\" is not a time (expected YYYY-MM-DD HH:MM:SS)\n",
+        ),
+        (
+            "fixtures/aliyun/invalid/short_row.csv",
+            "error: fixtures/aliyun/invalid/short_row.csv:3: column 实例规格: missing (the row has 12 fields, the header 20)\n",
+        ),
+        (
+            "fixtures/unknown/invalid/unknown_header.csv",
+            "error: fixtures/unknown/invalid/unknown_header.csv:1: column 交易时间: not found in the header: no known bill format matches this file\n  header found: date, amount, description\n",
+        ),
+        (
+            "fixtures/unknown/invalid/empty.csv",
+            "error: fixtures/unknown/invalid/empty.csv: the file is empty\n",
+        ),
+        (
+            "fixtures/unknown/invalid/neither_utf8_nor_gb18030.csv",
+            "error: fixtures/unknown/invalid/neither_utf8_nor_gb18030.csv:2: column 产品: bytes at offset 250 are neither UTF-8 nor GB18030\n",
+        ),
+    ];
+    for (file, want) in cases {
+        let out =
+            gpuaudit(dir.path(), &["import", "fixtures/aliyun/valid/overlap_may02_03.csv", file]);
+        assert_eq!(out.status.code(), Some(2), "{file}");
+        assert!(stderr(&out).starts_with(want), "{file}:\n got: {}\nwant: {want}", stderr(&out));
+        assert_eq!(stdout(&out), "", "{file}");
+        assert_eq!(snapshot(&dir.path().join(".gpuaudit")), before, "{file} changed the ledger");
+    }
+}
+
+#[test]
+fn a_crash_before_the_manifest_is_committed_leaves_the_ledger_as_before() {
+    let dir = workdir();
+    let ok = gpuaudit(dir.path(), &["import", "fixtures/autodl/valid/two_days.csv"]);
+    assert_eq!(ok.status.code(), Some(0));
+    let ledger = dir.path().join(".gpuaudit");
+    let before = snapshot(&ledger);
+    let crashed = Command::new(env!("CARGO_BIN_EXE_gpuaudit"))
+        .args(["import", "fixtures/aliyun/valid/english_headers.csv"])
+        .current_dir(dir.path())
+        .env("GPUAUDIT_FAILPOINT", "before-commit")
+        .output()
+        .unwrap();
+    assert!(!crashed.status.success(), "the failpoint aborts the process");
+    let after_crash = snapshot(&ledger);
+    let orphans: Vec<_> = after_crash.keys().filter(|p| !before.contains_key(*p)).collect();
+    assert_eq!(orphans.len(), 1, "the crash left its Parquet file behind: {orphans:?}");
+    assert_eq!(after_crash[&ledger.join("manifest.json")], before[&ledger.join("manifest.json")]);
+    let csv = gpuaudit(dir.path(), &["summary", "--by", "platform", "--format", "csv"]);
+    assert_eq!(
+        stdout(&csv),
+        "platform,currency,billed_cost,list_cost,charges\nautodl,CNY,6.23,6.23,6\n"
+    );
+    // The next writer sweeps the orphan and imports the file for real.
+    let retry = gpuaudit(dir.path(), &["import", "fixtures/aliyun/valid/english_headers.csv"]);
+    assert_eq!(retry.status.code(), Some(0), "{}", stderr(&retry));
+    assert!(!orphans[0].exists(), "the orphan was swept");
+    let csv = gpuaudit(dir.path(), &["summary", "--by", "platform", "--format", "csv"]);
+    assert_eq!(
+        stdout(&csv),
+        "platform,currency,billed_cost,list_cost,charges\naliyun,CNY,679.156,783.556,9\nautodl,CNY,6.23,6.23,6\n"
+    );
+}
+
+#[test]
+fn two_importers_started_at_once_both_land_exactly_once() {
+    let dir = workdir();
+    let spawn = |file: &str| {
+        Command::new(env!("CARGO_BIN_EXE_gpuaudit"))
+            .args(["import", file])
+            .current_dir(dir.path())
+            .env_remove("GPUAUDIT_LEDGER")
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap()
+    };
+    let a = spawn("examples/bills/autodl-2024-05.csv");
+    let b = spawn("examples/bills/aliyun-2024-05.csv");
+    let (a, b) = (a.wait_with_output().unwrap(), b.wait_with_output().unwrap());
+    assert_eq!(
+        (a.status.code(), b.status.code()),
+        (Some(0), Some(0)),
+        "{}{}",
+        stderr(&a),
+        stderr(&b)
+    );
+    let ledger = gpuaudit(dir.path(), &["ledger"]);
+    assert!(stdout(&ledger).contains(": 2 batches, 957 charges\n"), "{}", stdout(&ledger));
+    let again = gpuaudit(
+        dir.path(),
+        &["import", "examples/bills/autodl-2024-05.csv", "examples/bills/aliyun-2024-05.csv"],
+    );
+    assert!(stdout(&again).contains("nothing new"), "{}", stdout(&again));
+}
+
+#[test]
+fn skip_invalid_and_dry_run_say_what_they_did() {
+    let dir = workdir();
+    let dry = gpuaudit(dir.path(), &["import", "--dry-run", "fixtures/autodl/valid/two_days.csv"]);
+    assert!(stdout(&dry).contains("dry run: 7 new charges, nothing written\n"), "{}", stdout(&dry));
+    assert!(!dir.path().join(".gpuaudit").exists());
+    let skip = gpuaudit(
+        dir.path(),
+        &[
+            "--ledger",
+            "books",
+            "import",
+            "--skip-invalid",
+            "fixtures/autodl/invalid/amount_not_a_number.csv",
+        ],
+    );
+    assert_eq!(skip.status.code(), Some(0));
+    assert!(stdout(&skip).contains(", 1 new, 0 duplicates, 1 rejected\n"), "{}", stdout(&skip));
+    assert!(stdout(&skip).contains("1 rows rejected: see books/rejects\n"), "{}", stdout(&skip));
+    let forced = gpuaudit(
+        dir.path(),
+        &["import", "--profile", "aliyun", "fixtures/autodl/valid/two_days.csv"],
+    );
+    assert_eq!(forced.status.code(), Some(2));
+    assert!(
+        stderr(&forced).contains("closest: aliyun (missing: 账期, 实例ID, 应付金额)"),
+        "{}",
+        stderr(&forced)
+    );
+}
+
+#[test]
+fn the_readme_example_imports_and_summarises_the_bundled_bills() {
+    let dir = workdir();
+    let out = gpuaudit(
+        dir.path(),
+        &["import", "examples/bills/aliyun-2024-05.csv", "examples/bills/autodl-2024-05.csv"],
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let csv = gpuaudit(
+        dir.path(),
+        &["summary", "--month", "2024-05", "--by", "platform", "--format", "csv"],
+    );
+    // autodl: 242.01 (A) + 1235.52 (B) + 98.00 − 42.00 (weekly plan, refund) + 31 × 1.60 (disk)
+    assert_eq!(
+        stdout(&csv),
+        "platform,currency,billed_cost,list_cost,charges\naliyun,CNY,5716.36,6124.32,181\nautodl,CNY,1583.13,1583.13,774\n"
+    );
+}

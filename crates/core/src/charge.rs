@@ -229,18 +229,18 @@ impl ChargeId {
         h.finish()
     }
 
-    /// The identity of a row without a native id: all its normalised fields and the
-    /// occurrence number of identical rows before it in the same file.
-    pub fn from_fields(charge: &Charge, occurrence: u32) -> Self {
+    /// The identity of a row without a native id: the hash of all its normalised fields
+    /// ([`ChargeId::content_key`]) and the occurrence number of identical rows before it in
+    /// the same file.
+    pub fn from_content(content_key: u128, occurrence: u32) -> Self {
         let mut h = IdHasher::new("fields");
-        h.field(&charge.platform);
-        h.field(charge.account.as_deref().unwrap_or(""));
-        charge.hash_content(&mut h);
-        h.field(&occurrence.to_string());
+        h.0.update(&content_key.to_le_bytes());
+        h.0.update(&occurrence.to_le_bytes());
         h.finish()
     }
 
-    /// The content hash used to count identical rows (the id before its occurrence number).
+    /// The hash of a charge's platform, account and every normalised field (not its id nor
+    /// where it was read): equal for identical rows.
     pub fn content_key(charge: &Charge) -> u128 {
         let mut h = IdHasher::new("content");
         h.field(&charge.platform);

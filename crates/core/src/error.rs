@@ -202,6 +202,7 @@ impl Error {
         ErrorKind::Io { path: path.into(), source }.into()
     }
 
+    #[cfg(feature = "store")]
     pub(crate) fn ledger(path: impl Into<PathBuf>, message: impl Into<String>) -> Self {
         ErrorKind::Ledger { path: path.into(), message: message.into() }.into()
     }

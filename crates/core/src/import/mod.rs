@@ -178,8 +178,9 @@ impl IdAssigner {
                 ChargeId::from_native(&charge.platform, charge.account.as_deref(), &native)
             }
             None => {
-                let seen = self.occurrences.entry(ChargeId::content_key(&charge)).or_insert(0);
-                let id = ChargeId::from_fields(&charge, *seen);
+                let key = ChargeId::content_key(&charge);
+                let seen = self.occurrences.entry(key).or_insert(0);
+                let id = ChargeId::from_content(key, *seen);
                 *seen += 1;
                 id
             }

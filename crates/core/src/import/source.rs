@@ -227,6 +227,20 @@ impl<'a> Row<'a> {
         }
     }
 
+    /// The label of a footer row of control totals: the first non-empty cell, when it starts
+    /// with 合计 / 总计 / 小计 / Total.
+    pub(crate) fn footer_label(&self) -> Option<String> {
+        let first = self.record.iter().find(|f| !f.iter().all(u8::is_ascii_whitespace))?;
+        if first.first().is_some_and(u8::is_ascii_digit) {
+            return None; // the common case: a date or an id
+        }
+        let text = self.ctx.decode(first, self.line, "", 0).ok()?;
+        let text = text.trim();
+        let lower = text.to_ascii_lowercase();
+        (["合计", "总计", "小计"].iter().any(|w| text.starts_with(w)) || lower.starts_with("total"))
+            .then(|| text.to_owned())
+    }
+
     /// All cells of the row decoded, lossily where they cannot be (for reject files).
     pub(crate) fn cells(&self) -> Vec<String> {
         self.record
@@ -297,14 +311,6 @@ fn sniff(path: &Path) -> Result<(Encoding, u64, bool)> {
 
 fn is_blank(record: &ByteRecord) -> bool {
     record.iter().all(|f| f.iter().all(u8::is_ascii_whitespace))
-}
-
-/// Whether a row is a footer of control totals.
-fn footer_label(cells: &[String]) -> Option<&str> {
-    let first = cells.iter().map(|c| c.trim()).find(|c| !c.is_empty())?;
-    let lower = first.to_ascii_lowercase();
-    (["合计", "总计", "小计"].iter().any(|w| first.starts_with(w)) || lower.starts_with("total"))
-        .then_some(first)
 }
 
 impl BillSource {
@@ -429,11 +435,10 @@ impl BillSource {
                 columns: self.profile.columns(),
                 line,
             };
-            let cells = row.cells();
-            if let Some(label) = footer_label(&cells) {
+            if let Some(label) = row.footer_label() {
                 let amount =
                     self.profile.billed_column().and_then(|col| row.amount(col).ok().flatten());
-                let total = ControlTotal { line, label: label.to_owned(), amount };
+                let total = ControlTotal { line, label, amount };
                 self.control_totals.push(total);
                 continue;
             }
@@ -454,7 +459,7 @@ impl BillSource {
                     location: Location::line(&self.ctx.path, line).with_column(column),
                     message: format!("{what} (the row has {found} fields, the header {width})"),
                 };
-                return Ok(Some(Next::Bad(error, cells)));
+                return Ok(Some(Next::Bad(error, row.cells())));
             }
             let row = Row {
                 ctx: &self.ctx,
