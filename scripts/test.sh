@@ -1,0 +1,16 @@
+#!/usr/bin/env bash
+# The whole test suite: formatting, lints, both feature sets, unit/integration/doc tests,
+# the embedding check, and the DuckDB interoperability check. CI runs exactly this.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$HOME/.cache/gpuaudit-target}"
+export CARGO_BUILD_JOBS="${CARGO_BUILD_JOBS:-2}"
+
+cargo fmt --all --check
+cargo clippy --workspace --all-targets -- -D warnings
+cargo clippy -p gpuaudit-core --no-default-features --all-targets -- -D warnings
+cargo test -p gpuaudit-core --no-default-features
+cargo test --workspace
+
+python3 -c 'import duckdb' 2>/dev/null || python3 -m pip install --quiet duckdb
+python3 tests/duckdb_check.py "$CARGO_TARGET_DIR/debug/gpuaudit"
