@@ -268,6 +268,28 @@ impl FromStr for ChargeId {
     }
 }
 
+/// A `HashMap`/`HashSet` hasher for keys that are already uniform hashes (charge ids and
+/// content keys): it takes their low 64 bits instead of hashing them again.
+#[derive(Debug, Default, Clone, Copy)]
+pub(crate) struct IdKeyHasher(u64);
+
+impl std::hash::Hasher for IdKeyHasher {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+    fn write(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            self.0 = self.0.rotate_left(8) ^ u64::from(b);
+        }
+    }
+    fn write_u128(&mut self, n: u128) {
+        self.0 = n as u64;
+    }
+}
+
+/// The `BuildHasher` of [`IdKeyHasher`].
+pub(crate) type IdKeys = std::hash::BuildHasherDefault<IdKeyHasher>;
+
 /// Feeds fields into XXH3-128 with unambiguous separators.
 pub(crate) struct IdHasher(xxhash_rust::xxh3::Xxh3);
 
@@ -284,10 +306,28 @@ impl IdHasher {
         self.0.update(s.as_bytes());
     }
 
+    fn bytes(&mut self, b: &[u8]) {
+        self.0.update(b);
+    }
+
+    fn opt_field(&mut self, s: Option<&str>) {
+        match s {
+            Some(s) => {
+                self.bytes(&[1]);
+                self.field(s);
+            }
+            None => self.bytes(&[0]),
+        }
+    }
+
+    /// A decimal by value: `1.20` and `1.2` hash alike.
     fn opt_decimal(&mut self, d: Option<Decimal>) {
         match d {
-            Some(d) => self.field(&d.normalize().to_string()),
-            None => self.field("\u{0}"),
+            Some(d) => {
+                self.bytes(&[1]);
+                self.bytes(&d.normalize().serialize());
+            }
+            None => self.bytes(&[0]),
         }
     }
 
@@ -367,19 +407,20 @@ impl Charge {
 
     /// Hashes every field that describes the charge (not its id nor where it was read).
     fn hash_content(&self, h: &mut IdHasher) {
-        h.field(&self.billing_period.to_string());
-        h.field(&self.charge_start.timestamp_micros().to_string());
-        h.field(&self.charge_end.timestamp_micros().to_string());
+        h.bytes(&[self.billing_period.month as u8]);
+        h.bytes(&self.billing_period.year.to_le_bytes());
+        h.bytes(&self.charge_start.timestamp_micros().to_le_bytes());
+        h.bytes(&self.charge_end.timestamp_micros().to_le_bytes());
         for s in [&self.resource_id, &self.resource_name, &self.instance_id, &self.region] {
-            h.field(s.as_deref().unwrap_or("\u{0}"));
+            h.opt_field(s.as_deref());
         }
         h.field(self.category.as_str());
         h.field(self.kind.as_str());
         h.field(self.pricing.as_str());
-        h.field(self.gpu_model.as_deref().unwrap_or("\u{0}"));
-        h.field(&self.gpu_count.map(|n| n.to_string()).unwrap_or_default());
+        h.opt_field(self.gpu_model.as_deref());
+        h.bytes(&self.gpu_count.map_or(u32::MAX, u32::from).to_le_bytes());
         h.opt_decimal(self.quantity);
-        h.field(self.unit.as_deref().unwrap_or("\u{0}"));
+        h.opt_field(self.unit.as_deref());
         h.opt_decimal(self.unit_price);
         h.opt_decimal(self.list_cost);
         h.opt_decimal(Some(self.billed_cost));

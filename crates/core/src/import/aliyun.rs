@@ -177,7 +177,7 @@ pub(crate) fn ecs_instance_in(text: &str) -> Option<String> {
 }
 
 fn pricing_of(text: &str) -> Pricing {
-    let t = text.to_lowercase();
+    let t = text.to_ascii_lowercase();
     let has = |words: &[&str]| words.iter().any(|w| t.contains(w));
     if has(&["包年包月", "预付费", "subscription", "prepaid"]) {
         Pricing::Subscription
@@ -193,7 +193,7 @@ fn pricing_of(text: &str) -> Pricing {
 }
 
 fn kind_of(text: &str) -> Kind {
-    let t = text.to_lowercase();
+    let t = text.to_ascii_lowercase();
     let has = |words: &[&str]| words.iter().any(|w| t.contains(w));
     if has(&["退款", "退订", "refund"]) {
         Kind::Refund
@@ -288,6 +288,13 @@ impl RowParser for Parser {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn category_keywords_are_lower_case() {
+        for (word, _) in CATEGORY_WORDS {
+            assert_eq!(*word, word.to_ascii_lowercase());
+        }
+    }
 
     #[test]
     fn ecs_ids_are_found_in_config_text_but_not_inside_words() {

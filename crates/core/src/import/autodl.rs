@@ -214,6 +214,13 @@ mod tests {
     use super::*;
 
     #[test]
+    fn category_keywords_are_lower_case() {
+        for (word, _) in CATEGORY_WORDS {
+            assert_eq!(*word, word.to_ascii_lowercase());
+        }
+    }
+
+    #[test]
     fn instance_ids_come_out_of_notes_in_both_colon_styles() {
         assert_eq!(instance_in_note("容器实例ID：a1b2c3d4e5").as_deref(), Some("a1b2c3d4e5"));
         assert_eq!(instance_in_note("容器实例ID: 6f2e-91ab 数据盘").as_deref(), Some("6f2e-91ab"));

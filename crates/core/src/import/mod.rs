@@ -167,7 +167,7 @@ impl Sink for Collect {
 /// Gives each parsed row its [`ChargeId`]: native, or content plus occurrence in the file.
 #[derive(Default)]
 struct IdAssigner {
-    occurrences: HashMap<u128, u32>,
+    occurrences: HashMap<u128, u32, crate::charge::IdKeys>,
 }
 
 impl IdAssigner {

@@ -74,10 +74,17 @@ pub fn profile_by_name(name: &str) -> Option<&'static dyn Profile> {
     PROFILES.iter().copied().find(|p| p.name() == name)
 }
 
-/// Classifies `text` by the first keyword of `table` it contains (ASCII case ignored).
+/// Classifies `text` by the first keyword of `table` it contains, ASCII case ignored. The
+/// table's keywords are written in lower case.
 pub(crate) fn classify(text: &str, table: &[(&str, Category)]) -> Option<Category> {
-    let lower = text.to_lowercase();
-    table.iter().find(|(word, _)| lower.contains(&word.to_lowercase())).map(|(_, c)| *c)
+    let lower;
+    let text = if text.bytes().any(|b| b.is_ascii_uppercase()) {
+        lower = text.to_ascii_lowercase();
+        lower.as_str()
+    } else {
+        text
+    };
+    table.iter().find(|(word, _)| text.contains(word)).map(|(_, c)| *c)
 }
 
 #[cfg(test)]

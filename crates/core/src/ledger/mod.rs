@@ -39,7 +39,7 @@ use serde::{Deserialize, Serialize};
 
 pub use columns::COLUMNS;
 
-use crate::charge::{Category, Charge, YearMonth};
+use crate::charge::{Category, Charge, IdKeys, YearMonth};
 use crate::error::{Error, ErrorKind, MAX_LISTED_ROW_ERRORS, Result, RowError};
 use crate::import::{self, ControlTotal, FileReport, Profile, Sink};
 
@@ -228,7 +228,7 @@ impl Store {
         io(&lock_path, lock.lock())?;
         let manifest = self.manifest()?;
         self.sweep(&manifest)?;
-        let mut known = HashSet::new();
+        let mut known = HashSet::default();
         for part in manifest.batches.iter().flat_map(|b| &b.files) {
             let path = self.root.join(&part.path);
             let df = read_parquet(&path, Some(vec!["id".into()]))?;
@@ -381,7 +381,7 @@ pub struct Writer {
     /// The advisory lock, released on drop; `None` for a dry run on a missing ledger.
     _lock: Option<File>,
     manifest: Manifest,
-    known: HashSet<u128>,
+    known: HashSet<u128, IdKeys>,
     batch: String,
     buffers: BTreeMap<(YearMonth, String), Vec<Charge>>,
     buffered: usize,
@@ -398,7 +398,7 @@ impl Writer {
             root: root.to_owned(),
             _lock: None,
             manifest: Manifest { version: 1, batches: Vec::new() },
-            known: HashSet::new(),
+            known: HashSet::default(),
             batch: "dry-run".into(),
             buffers: BTreeMap::new(),
             buffered: 0,
