@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Writes the example bills in examples/bills/: one synthetic month (May 2024) of an AutoDL
-transaction log and an Alibaba Cloud BillingItemDetail export, shaped after FORMATS.md and
-showing the waste patterns of DOMAIN.md. Deterministic: running it again gives the same bytes.
+transaction log and an Alibaba Cloud BillingItemDetail export (with April before it, for the
+look-back), shaped after FORMATS.md and showing the waste patterns of DOMAIN.md. Deterministic: running it again gives the same bytes.
 Money is handled as integer fen (cents) so every figure is exact."""
 import csv, datetime as dt, os
 
@@ -53,6 +53,42 @@ def autodl():
 
 ALI_HEADER = "账期,财务单元,账号ID,账号,Owner账号,产品Code,产品,产品明细Code,产品明细,消费类型,消费时间,账单开始时间,账单结束时间,服务时长,订单号/账单号,账单类型,计费方式,实例ID,实例昵称,资源组,实例标签,实例配置,实例规格,公网IP,私网IP,地域,可用区,计费项,单价,单价单位,用量,用量单位,资源包抵扣,原价,优惠金额,优惠券抵扣,应付金额,现金支付,代金券抵扣,储值卡支付金额,欠费金额".split(",")
 
+def aliyun_april():
+    """April: the instance whose snapshot outlived it ran until April 5 and was released; the
+    snapshot and a data disk left behind by an earlier experiment kept billing."""
+    rows = []
+    acct = "1428306912345678"
+    def add(day, product, pcode, detail, inst, nick, config, spec, item, price, price_unit, qty, unit, fen, hours=24):
+        start = dt.datetime(2024, 4, day)
+        end = start + dt.timedelta(hours=hours)
+        r = dict.fromkeys(ALI_HEADER, "")
+        r.update({"账期": "2024-04", "财务单元": "默认财务单元", "账号ID": acct, "账号": "gpu-lab", "Owner账号": acct,
+                  "产品Code": pcode, "产品": product, "产品明细Code": pcode, "产品明细": detail, "消费类型": "后付费",
+                  "消费时间": end.strftime("%Y-%m-%d %H:%M:%S"), "账单开始时间": start.strftime("%Y-%m-%d %H:%M:%S"),
+                  "账单结束时间": end.strftime("%Y-%m-%d %H:%M:%S"), "服务时长": str(hours * 3600),
+                  "订单号/账单号": f"2024{day:02d}04{len(rows):06d}", "账单类型": "后付账单", "计费方式": "按量付费",
+                  "实例ID": inst, "实例昵称": nick, "资源组": "默认资源组", "实例配置": config, "实例规格": spec,
+                  "地域": "华东1（杭州）", "可用区": "杭州 可用区I", "计费项": item, "单价": price, "单价单位": price_unit,
+                  "用量": qty, "用量单位": unit, "资源包抵扣": "0", "原价": yuan(fen), "优惠金额": "0.00",
+                  "优惠券抵扣": "0.00", "应付金额": yuan(fen), "现金支付": yuan(fen), "代金券抵扣": "0.00",
+                  "储值卡支付金额": "0.00", "欠费金额": "0.00"})
+        rows.append(r)
+    old = "i-bp1old90a1x2"
+    for day in range(1, 31):
+        if day <= 5:
+            add(day, "云服务器 ECS", "ecs", "云服务器ECS-按量付费", old, "env-build", "GPU:1*NVIDIA T4",
+                "ecs.gn6i-c4g1.xlarge", "实例规格", "4.10", "元/小时", "24", "小时", 9840)
+            add(day, "云服务器 ECS", "ecs", "云服务器ECS-按量付费", old, "env-build", "系统盘:ESSD云盘 PL0 40GB",
+                "ecs.gn6i-c4g1.xlarge", "系统盘", "0.0125", "元/GB/天", "40", "GB", 50)
+        add(day, "快照", "snapshot", "快照-按量付费", "s-bp1snap4a2c", "env-backup", f"源实例:{old}", "",
+            "快照容量", "0.0040", "元/GB/天", "200", "GB", 80)
+        add(day, "块存储", "ebs", "云盘-按量付费", "d-bp1orphan7h2q", "old-dataset", "ESSD云盘 PL0 300GB", "",
+            "云盘容量", "0.0150", "元/GB/天", "300", "GB", 450)
+    with open(os.path.join(HERE, "aliyun-2024-04.csv"), "w", newline="", encoding="utf-8") as f:
+        w = csv.DictWriter(f, fieldnames=ALI_HEADER, lineterminator="\n")
+        w.writeheader()
+        w.writerows(rows)
+
 def aliyun():
     rows = []
     acct = "1428306912345678"
@@ -93,7 +129,7 @@ def aliyun():
             "公网带宽:5Mbps", "ecs.gn7i-c8g1.2xlarge", "47.96.12.34", "公网带宽", "0.0630", "元/小时", "24", "小时", 151, 151)
         # a snapshot of an instance released in April: stale
         add(day, "快照", "snapshot", "快照-按量付费", "后付费", "按量付费", "s-bp1snap4a2c", "env-backup",
-            "源实例:i-bp1old90a1x2 已释放", "", "", "快照容量", "0.0040", "元/GB/天", "200", "GB", 80, 80)
+            "源实例:i-bp1old90a1x2", "", "", "快照容量", "0.0040", "元/GB/天", "200", "GB", 80, 80)
         # a disk left behind by a released instance: unattached
         add(day, "块存储", "ebs", "云盘-按量付费", "后付费", "按量付费", "d-bp1orphan7h2q", "old-dataset",
             "ESSD云盘 PL0 300GB", "", "", "云盘容量", "0.0150", "元/GB/天", "300", "GB", 450, 450)
@@ -112,4 +148,5 @@ def aliyun():
 if __name__ == "__main__":
     os.makedirs(HERE, exist_ok=True)
     autodl()
+    aliyun_april()
     aliyun()

@@ -14,6 +14,7 @@ use rust_decimal_macros::dec;
 
 #[cfg(feature = "store")]
 mod store;
+mod waste;
 
 pub fn fixture(rel: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fixtures").join(rel)

@@ -16,6 +16,9 @@ struct Cli {
     /// The ledger folder.
     #[arg(long, global = true, env = "GPUAUDIT_LEDGER", default_value = ".gpuaudit")]
     ledger: PathBuf,
+    /// The configuration file (thresholds, rate cards); optional at its default place.
+    #[arg(long, global = true, value_name = "FILE")]
+    config: Option<PathBuf>,
     #[command(subcommand)]
     command: Command,
 }
@@ -28,6 +31,10 @@ enum Command {
     Ledger(cmd::ledger::LedgerArgs),
     /// Spend grouped by platform, category, instance or month.
     Summary(cmd::summary::SummaryArgs),
+    /// Find money that bought nothing in a month (rules W001–W006).
+    Waste(cmd::waste::WasteArgs),
+    /// Show the configuration in force, or every default.
+    Config(cmd::config::ConfigArgs),
     /// List the bill formats gpuaudit reads.
     Formats(cmd::formats::FormatsArgs),
 }
@@ -35,7 +42,20 @@ enum Command {
 fn main() -> ExitCode {
     let cli = Cli::parse();
     let store = gpuaudit_core::ledger::Store::open(cli.ledger);
+    let config = match &cli.config {
+        Some(path) => gpuaudit_core::config::Config::load(path, true),
+        None => gpuaudit_core::config::Config::load("gpuaudit.toml".as_ref(), false),
+    };
+    let config = match config {
+        Ok(config) => config,
+        Err(e) => {
+            eprintln!("error: {e}");
+            return ExitCode::from(2);
+        }
+    };
     let result = match cli.command {
+        Command::Waste(args) => cmd::waste::run(&store, &config, args),
+        Command::Config(args) => cmd::config::run(&config, args),
         Command::Import(args) => cmd::import::run(&store, args),
         Command::Ledger(args) => cmd::ledger::run(&store, args),
         Command::Summary(args) => cmd::summary::run(&store, args),

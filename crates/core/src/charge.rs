@@ -152,6 +152,15 @@ impl YearMonth {
         local_midnight(day, tz)
     }
 
+    /// The month before this one.
+    pub fn previous(self) -> Self {
+        if self.month == 1 {
+            YearMonth { year: self.year - 1, month: 12 }
+        } else {
+            YearMonth { year: self.year, month: self.month - 1 }
+        }
+    }
+
     /// The month after this one.
     pub fn next(self) -> Self {
         if self.month == 12 {

@@ -5,6 +5,8 @@
 //! - [`ledger`] (feature `store`, on by default) keeps charges in a folder of Parquet files
 //!   with atomic batches and deduplication by [`ChargeId`].
 //! - [`report`] aggregates charges into summaries.
+//! - [`waste`] finds money that bought nothing; [`config`] holds its thresholds and rate
+//!   cards (`gpuaudit.toml`).
 //!
 //! The library never prints; money is [`rust_decimal::Decimal`] from parsing to printing.
 //!
@@ -20,12 +22,14 @@
 #![deny(missing_docs)]
 
 mod charge;
+pub mod config;
 mod error;
 pub mod import;
 #[cfg(feature = "store")]
 pub mod ledger;
 mod parse;
 pub mod report;
+pub mod waste;
 
 pub use charge::{Category, Charge, ChargeId, Kind, MAX_SCALE, Origin, Pricing, YearMonth};
 pub use error::{Error, ErrorKind, Location, MAX_LISTED_ROW_ERRORS, NearMiss, Result, RowError};

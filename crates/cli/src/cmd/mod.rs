@@ -1,9 +1,11 @@
 //! One file per subcommand: its arguments and its `run`.
 
+pub mod config;
 pub mod formats;
 pub mod import;
 pub mod ledger;
 pub mod summary;
+pub mod waste;
 
 use gpuaudit_core::{Error, ErrorKind};
 

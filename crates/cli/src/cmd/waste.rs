@@ -1,0 +1,285 @@
+//! `gpuaudit waste`: money that bought nothing, by rule.
+//!
+//! Machine contract (`--format csv`): header
+//! `code,rule,platform,account,instance_id,resource_id,category,period_start,period_end,amount,currency,monthly_projection,charges,recommendation`,
+//! one row per finding, largest amount first; periods in RFC 3339 UTC; `charges` the charge
+//! ids separated by `;`. `--format json`: `{"month":…,"findings":[…],"total":[{"currency":…,"amount":…}]}`
+//! with money as strings. Money is computed exactly and rounded to cents (half away from
+//! zero) only here, when printed; totals are rounded from the exact sums.
+
+use std::process::ExitCode;
+
+use chrono::{DateTime, Utc};
+use gpuaudit_core::config::Config;
+use gpuaudit_core::ledger::{LoadFilter, Store};
+use gpuaudit_core::report::money_text;
+use gpuaudit_core::waste::{self, Finding, Rule, platform_zone};
+use gpuaudit_core::{YearMonth, parse_amount};
+use rust_decimal::{Decimal, RoundingStrategy};
+
+use crate::cmd::usage;
+use crate::render::{Align, Format, csv, emit, markdown, table};
+
+/// Arguments of `gpuaudit waste`.
+#[derive(clap::Args)]
+pub struct WasteArgs {
+    /// The billing month to audit (YYYY-MM).
+    #[arg(long, value_name = "YYYY-MM")]
+    month: String,
+    /// Only these rules (W001 … W006); repeat or separate with commas.
+    #[arg(long = "rule", value_name = "CODE", value_delimiter = ',')]
+    rules: Vec<String>,
+    /// Drop findings below this amount (default: `min_amount` of gpuaudit.toml, 1.00).
+    #[arg(long, value_name = "X")]
+    min_amount: Option<String>,
+    /// Output format.
+    #[arg(long, value_enum, default_value = "table")]
+    format: Format,
+    /// Exit with code 1 when the total wasted (in any currency) exceeds X.
+    #[arg(long, value_name = "X")]
+    fail_over: Option<String>,
+    /// List the bill lines behind each finding.
+    #[arg(long)]
+    explain: bool,
+}
+
+fn decimal_arg(name: &str, text: &str) -> Result<Decimal, gpuaudit_core::Error> {
+    match parse_amount(text) {
+        Ok(Some(d)) => Ok(d),
+        _ => Err(usage(format!("{name}: {text:?} is not an amount"))),
+    }
+}
+
+/// Money as displayed: rounded to cents, half away from zero.
+fn cents(d: Decimal) -> String {
+    money_text(d.round_dp_with_strategy(2, RoundingStrategy::MidpointAwayFromZero))
+}
+
+/// The months to load: the audited one and enough before it for the look-back windows.
+fn months_to_load(month: YearMonth, config: &Config) -> Vec<YearMonth> {
+    let days = config.waste.lookback_days.max(config.waste.snapshot_days) + 1;
+    let back = days.div_ceil(28) + 1;
+    let mut first = month;
+    for _ in 0..back {
+        first = first.previous();
+    }
+    let mut months = vec![first];
+    while *months.last().unwrap_or(&month) < month {
+        let next = months.last().unwrap_or(&month).next();
+        months.push(next);
+    }
+    months
+}
+
+/// Loads the month and its look-back, audits, renders.
+pub fn run(
+    store: &Store,
+    config: &Config,
+    args: WasteArgs,
+) -> Result<ExitCode, gpuaudit_core::Error> {
+    let month: YearMonth = args.month.parse().map_err(usage)?;
+    let mut config = config.clone();
+    if let Some(min) = &args.min_amount {
+        config.waste.min_amount = decimal_arg("--min-amount", min)?;
+    }
+    let fail_over = args.fail_over.as_deref().map(|x| decimal_arg("--fail-over", x)).transpose()?;
+    let rules: Vec<&'static dyn Rule> = if args.rules.is_empty() {
+        waste::RULES.to_vec()
+    } else {
+        args.rules
+            .iter()
+            .map(|code| {
+                waste::rule_by_code(code.trim())
+                    .ok_or_else(|| usage(format!("unknown rule {code:?} (rules: W001 to W006)")))
+            })
+            .collect::<Result<_, _>>()?
+    };
+    let charges = store.load(&LoadFilter { months: months_to_load(month, &config) })?;
+    let findings = waste::audit_with(&rules, &charges, month, &config);
+    let totals = waste::totals(&findings);
+    let text = match args.format {
+        Format::Csv => render_csv(&findings),
+        Format::Json => render_json(month, &findings, &totals),
+        Format::Table | Format::Md => {
+            render_text(month, &rules, &findings, &totals, args.format, args.explain)
+        }
+    };
+    emit(&text)?;
+    let over = fail_over.is_some_and(|limit| totals.iter().any(|(_, amount)| *amount > limit));
+    Ok(if over { ExitCode::from(1) } else { ExitCode::SUCCESS })
+}
+
+fn utc(t: DateTime<Utc>) -> String {
+    t.to_rfc3339_opts(chrono::SecondsFormat::Secs, true)
+}
+
+fn local(t: DateTime<Utc>, platform: &str) -> String {
+    if t == DateTime::<Utc>::MAX_UTC {
+        return "…".into();
+    }
+    t.with_timezone(&platform_zone(platform)).format("%Y-%m-%d %H:%M").to_string()
+}
+
+const CSV_HEADER: &[&str] = &[
+    "code",
+    "rule",
+    "platform",
+    "account",
+    "instance_id",
+    "resource_id",
+    "category",
+    "period_start",
+    "period_end",
+    "amount",
+    "currency",
+    "monthly_projection",
+    "charges",
+    "recommendation",
+];
+
+fn render_csv(findings: &[Finding]) -> String {
+    let rows: Vec<Vec<String>> = findings
+        .iter()
+        .map(|f| {
+            let ids: Vec<String> = f.charges.iter().map(|e| e.id.to_string()).collect();
+            vec![
+                f.code.to_owned(),
+                f.rule.to_owned(),
+                f.platform.clone(),
+                f.account.clone().unwrap_or_default(),
+                f.instance_id.clone().unwrap_or_default(),
+                f.resource_id.clone().unwrap_or_default(),
+                f.category.to_string(),
+                utc(f.period_start),
+                utc(f.period_end),
+                cents(f.amount),
+                f.currency.clone(),
+                cents(f.monthly_projection),
+                ids.join(";"),
+                f.recommendation.clone(),
+            ]
+        })
+        .collect();
+    csv(CSV_HEADER, &rows)
+}
+
+fn render_json(month: YearMonth, findings: &[Finding], totals: &[(String, Decimal)]) -> String {
+    let items: Vec<serde_json::Value> = findings
+        .iter()
+        .map(|f| {
+            let charges: Vec<serde_json::Value> = f
+                .charges
+                .iter()
+                .map(|e| {
+                    serde_json::json!({
+                        "id": e.id.to_string(), "file": e.file, "line": e.line, "item": e.item,
+                        "billed_cost": money_text(e.billed_cost), "wasted": cents(e.wasted),
+                    })
+                })
+                .collect();
+            serde_json::json!({
+                "code": f.code, "rule": f.rule, "severity": f.severity.as_str(),
+                "platform": f.platform, "account": f.account, "instance_id": f.instance_id,
+                "resource_id": f.resource_id, "category": f.category.as_str(),
+                "period_start": utc(f.period_start), "period_end": utc(f.period_end),
+                "amount": cents(f.amount), "currency": f.currency,
+                "monthly_projection": cents(f.monthly_projection),
+                "charges": charges, "recommendation": f.recommendation,
+            })
+        })
+        .collect();
+    let total: Vec<serde_json::Value> = totals
+        .iter()
+        .map(|(c, a)| serde_json::json!({ "currency": c, "amount": cents(*a) }))
+        .collect();
+    let mut s =
+        serde_json::json!({ "month": month.to_string(), "findings": items, "total": total })
+            .to_string();
+    s.push('\n');
+    s
+}
+
+fn render_text(
+    month: YearMonth,
+    rules: &[&'static dyn Rule],
+    findings: &[Finding],
+    totals: &[(String, Decimal)],
+    format: Format,
+    explain: bool,
+) -> String {
+    let mut out = String::new();
+    if findings.is_empty() {
+        return format!("waste in {month}: no findings\n");
+    }
+    let header =
+        ["platform", "instance", "resource", "category", "from", "to", "wasted", "per month"];
+    let align = [
+        Align::Left,
+        Align::Left,
+        Align::Left,
+        Align::Left,
+        Align::Left,
+        Align::Left,
+        Align::Right,
+        Align::Right,
+    ];
+    for rule in rules {
+        let mine: Vec<&Finding> = findings.iter().filter(|f| f.code == rule.code()).collect();
+        if mine.is_empty() {
+            continue;
+        }
+        let rule_totals = waste::totals(&mine.iter().map(|f| (*f).clone()).collect::<Vec<_>>());
+        let sum: Vec<String> =
+            rule_totals.iter().map(|(c, a)| format!("{} {c}", cents(*a))).collect();
+        out.push_str(&format!(
+            "{}{} {}: {} finding{}, {} wasted\n",
+            if format == Format::Md { "### " } else { "" },
+            rule.code(),
+            rule.name(),
+            mine.len(),
+            if mine.len() == 1 { "" } else { "s" },
+            sum.join(" + ")
+        ));
+        let rows: Vec<Vec<String>> = mine
+            .iter()
+            .map(|f| {
+                vec![
+                    f.platform.clone(),
+                    f.instance_id.clone().unwrap_or_else(|| "-".into()),
+                    f.resource_id.clone().unwrap_or_else(|| "-".into()),
+                    f.category.to_string(),
+                    local(f.period_start, &f.platform),
+                    local(f.period_end, &f.platform),
+                    format!("{} {}", cents(f.amount), f.currency),
+                    format!("{} {}", cents(f.monthly_projection), f.currency),
+                ]
+            })
+            .collect();
+        out.push('\n');
+        out.push_str(&if format == Format::Md {
+            markdown(&header, &align, &rows)
+        } else {
+            table(&header, &align, &rows)
+        });
+        out.push('\n');
+        for f in &mine {
+            out.push_str(&format!("- {}\n", f.recommendation));
+            if explain {
+                for e in &f.charges {
+                    out.push_str(&format!(
+                        "    {}:{}  {}  billed {}  wasted {}\n",
+                        e.file,
+                        e.line,
+                        e.item,
+                        money_text(e.billed_cost),
+                        cents(e.wasted)
+                    ));
+                }
+            }
+        }
+        out.push('\n');
+    }
+    let grand: Vec<String> = totals.iter().map(|(c, a)| format!("{} {c}", cents(*a))).collect();
+    out.push_str(&format!("total wasted in {month}: {}\n", grand.join(" + ")));
+    out
+}

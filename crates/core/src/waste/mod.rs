@@ -1,0 +1,268 @@
+//! The waste engine: money that bought nothing (DESIGN.md § Rules: waste).
+//!
+//! [`audit`] takes the charges of a month and of its look-back (earlier months, so that
+//! snapshot ages and released instances are known) and returns [`Finding`]s. Each rule is a
+//! unit struct implementing [`Rule`], listed in [`RULES`]. Instance timelines are built once
+//! and shared.
+//!
+//! Decisions:
+//! - A charge belongs to the audited month by its billing period. Wasted money is the charge's
+//!   billed cost pro-rated by the time it overlaps the wasted span, computed in `Decimal`
+//!   (exact to 28 digits) and rounded only when printed. A charge with no duration is wasted
+//!   whole when its instant falls in a wasted span.
+//! - "The time the ledger knows" for a platform runs from its earliest charge start to its
+//!   latest charge end among the charges given.
+//! - No charge's money is counted twice: rules run in registry order and a charge claimed by
+//!   one finding is left out of every later one.
+//! - Monthly projection: what the resource costs per 30 days at its rate in the month if it is
+//!   still billing on the month's last day (or the last the ledger knows), else 0 (it
+//!   already stopped). For W005 it
+//!   is the month's excess over the plan, scaled to 30 days.
+//! - Severity: high from 100 (in the billing currency, amount or projection), medium from 10,
+//!   else low.
+//! - The engine knows nothing of files or storage, and prints nothing.
+
+mod rules;
+pub mod timeline;
+
+use std::collections::{HashMap, HashSet};
+
+use chrono::{DateTime, Duration, Utc};
+use chrono_tz::Tz;
+use rust_decimal::Decimal;
+
+pub use rules::{
+    IdlePublicIp, OnDemandOverSubscription, StaleSnapshot, StorageWhileOff, TrafficHeavy,
+    UnattachedStorage,
+};
+pub use timeline::{Span, Timeline};
+
+use crate::charge::{Category, Charge, ChargeId, YearMonth};
+use crate::config::Config;
+
+/// How much a finding matters.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Severity {
+    /// Under 10 in the billing currency.
+    Low,
+    /// From 10.
+    Medium,
+    /// From 100.
+    High,
+}
+
+impl Severity {
+    /// The severity's name.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Severity::Low => "low",
+            Severity::Medium => "medium",
+            Severity::High => "high",
+        }
+    }
+
+    fn of(amount: Decimal, projection: Decimal) -> Self {
+        let m = amount.max(projection);
+        if m >= Decimal::ONE_HUNDRED {
+            Severity::High
+        } else if m >= Decimal::TEN {
+            Severity::Medium
+        } else {
+            Severity::Low
+        }
+    }
+}
+
+/// One bill line behind a finding.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Evidence {
+    /// The charge.
+    pub id: ChargeId,
+    /// Its source file.
+    pub file: String,
+    /// Its line in that file.
+    pub line: u64,
+    /// The bill's words for the item.
+    pub item: String,
+    /// What the line billed.
+    pub billed_cost: Decimal,
+    /// The part of it counted as waste.
+    pub wasted: Decimal,
+}
+
+/// Money that bought nothing, with the bill lines that prove it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Finding {
+    /// Stable rule code (W001 …).
+    pub code: &'static str,
+    /// Rule name (storage-while-off …).
+    pub rule: &'static str,
+    /// How much it matters.
+    pub severity: Severity,
+    /// Platform.
+    pub platform: String,
+    /// Billing account, when known.
+    pub account: Option<String>,
+    /// The instance concerned, when linked.
+    pub instance_id: Option<String>,
+    /// The resource concerned (disk, IP, snapshot …).
+    pub resource_id: Option<String>,
+    /// Category of the wasted charges.
+    pub category: Category,
+    /// Start of the wasted time (UTC).
+    pub period_start: DateTime<Utc>,
+    /// End of the wasted time (UTC, exclusive).
+    pub period_end: DateTime<Utc>,
+    /// Money wasted in the month, exact.
+    pub amount: Decimal,
+    /// Currency of the money.
+    pub currency: String,
+    /// Projected cost per 30 days if nothing changes.
+    pub monthly_projection: Decimal,
+    /// The charges the finding rests on.
+    pub charges: Vec<Evidence>,
+    /// One sentence a renter can act on.
+    pub recommendation: String,
+}
+
+/// One waste rule.
+pub trait Rule: Sync {
+    /// Stable code, such as `W001`.
+    fn code(&self) -> &'static str;
+    /// Short name, such as `storage-while-off`.
+    fn name(&self) -> &'static str;
+    /// The rule's findings for the audited month (before claims and `min_amount`).
+    fn check(&self, ctx: &Context<'_>) -> Vec<Finding>;
+}
+
+/// Every waste rule, in the order claims are made.
+pub static RULES: &[&dyn Rule] = &[
+    &StorageWhileOff,
+    &IdlePublicIp,
+    &UnattachedStorage,
+    &StaleSnapshot,
+    &OnDemandOverSubscription,
+    &TrafficHeavy,
+];
+
+/// What the rules see: the charges, the month, the configuration, and the shared timelines.
+pub struct Context<'a> {
+    /// Charges of the month and of its look-back.
+    pub charges: &'a [Charge],
+    /// The audited month.
+    pub month: YearMonth,
+    /// Thresholds, rate cards, instance notes.
+    pub config: &'a Config,
+    timelines: HashMap<(String, String), Timeline>,
+    known: HashMap<String, Span>,
+    first_seen: HashMap<(String, String), DateTime<Utc>>,
+}
+
+/// The zone a platform cuts its months in.
+pub fn platform_zone(platform: &str) -> Tz {
+    crate::import::profile_by_name(platform).map_or(chrono_tz::UTC, |p| p.zone())
+}
+
+impl<'a> Context<'a> {
+    /// Builds timelines, knowledge spans and first sightings once.
+    pub fn new(charges: &'a [Charge], month: YearMonth, config: &'a Config) -> Self {
+        let mut known: HashMap<String, Span> = HashMap::new();
+        let mut first_seen: HashMap<(String, String), DateTime<Utc>> = HashMap::new();
+        for c in charges {
+            let span = known.entry(c.platform.clone()).or_insert((c.charge_start, c.charge_end));
+            span.0 = span.0.min(c.charge_start);
+            span.1 = span.1.max(c.charge_end);
+            if let Some(r) = &c.resource_id {
+                let seen =
+                    first_seen.entry((c.platform.clone(), r.clone())).or_insert(c.charge_start);
+                *seen = (*seen).min(c.charge_start);
+            }
+        }
+        Context { charges, month, config, timelines: timeline::build(charges), known, first_seen }
+    }
+
+    /// Charges whose billing period is the audited month (spend only).
+    pub fn in_month(&self) -> impl Iterator<Item = &'a Charge> + '_ {
+        let month = self.month;
+        self.charges.iter().filter(move |c| c.billing_period == month && c.is_spend())
+    }
+
+    /// The month as UTC instants, cut in the platform's zone.
+    pub fn month_span(&self, platform: &str) -> Span {
+        let tz = platform_zone(platform);
+        (self.month.start(tz), self.month.next().start(tz))
+    }
+
+    /// The time the ledger knows for a platform.
+    pub fn known_span(&self, platform: &str) -> Option<Span> {
+        self.known.get(platform).copied()
+    }
+
+    /// The timeline of an instance, if it ever had compute.
+    pub fn timeline(&self, platform: &str, instance: &str) -> Option<&Timeline> {
+        self.timelines.get(&(platform.to_owned(), instance.to_owned()))
+    }
+
+    /// When a resource was first charged among the charges given.
+    pub fn first_seen(&self, platform: &str, resource: &str) -> Option<DateTime<Utc>> {
+        self.first_seen.get(&(platform.to_owned(), resource.to_owned())).copied()
+    }
+
+    /// Whether the instance had compute in the look-back window before and through the month.
+    pub fn ran_recently(&self, platform: &str, instance: &str) -> bool {
+        let (start, end) = self.month_span(platform);
+        let from = start - Duration::days(i64::from(self.config.waste.lookback_days));
+        self.timeline(platform, instance).is_some_and(|t| t.ran_within(from, end))
+    }
+}
+
+/// Runs every rule of [`RULES`].
+pub fn audit(charges: &[Charge], month: YearMonth, config: &Config) -> Vec<Finding> {
+    audit_with(RULES, charges, month, config)
+}
+
+/// Runs the given rules: claims in order, drops findings under `min_amount`, and orders the
+/// result by amount, largest first.
+pub fn audit_with(
+    rules: &[&dyn Rule],
+    charges: &[Charge],
+    month: YearMonth,
+    config: &Config,
+) -> Vec<Finding> {
+    let ctx = Context::new(charges, month, config);
+    let mut claimed: HashSet<ChargeId> = HashSet::new();
+    let mut out = Vec::new();
+    for rule in rules {
+        for mut finding in rule.check(&ctx) {
+            finding.charges.retain(|e| !claimed.contains(&e.id));
+            finding.amount = finding.charges.iter().map(|e| e.wasted).sum();
+            if finding.charges.is_empty() || finding.amount < config.waste.min_amount {
+                continue;
+            }
+            claimed.extend(finding.charges.iter().map(|e| e.id));
+            finding.severity = Severity::of(finding.amount, finding.monthly_projection);
+            out.push(finding);
+        }
+    }
+    out.sort_by(|a, b| {
+        b.amount
+            .cmp(&a.amount)
+            .then_with(|| a.code.cmp(b.code))
+            .then_with(|| a.resource_id.cmp(&b.resource_id))
+    });
+    out
+}
+
+/// The rule with `code`, case ignored.
+pub fn rule_by_code(code: &str) -> Option<&'static dyn Rule> {
+    RULES.iter().copied().find(|r| r.code().eq_ignore_ascii_case(code))
+}
+
+/// Total wasted per currency, exact, in currency order.
+pub fn totals(findings: &[Finding]) -> Vec<(String, Decimal)> {
+    let mut t: std::collections::BTreeMap<String, Decimal> = Default::default();
+    for f in findings {
+        *t.entry(f.currency.clone()).or_default() += f.amount;
+    }
+    t.into_iter().collect()
+}

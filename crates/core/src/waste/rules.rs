@@ -1,0 +1,504 @@
+//! The waste rules W001–W006, each a unit struct implementing [`Rule`].
+
+use std::collections::BTreeMap;
+
+use chrono::{DateTime, Duration, Utc};
+use rust_decimal::Decimal;
+
+use super::timeline::{Span, overlap_seconds};
+use super::{Context, Evidence, Finding, Rule, Severity};
+use crate::charge::{Category, Charge, Kind, Pricing};
+use crate::report::money_text;
+
+/// Seconds in the 30-day month used for projections.
+const MONTH_SECONDS: i64 = 30 * 24 * 3600;
+
+/// The part of `c`'s billed cost that falls in `spans`, pro-rated by time.
+fn prorated(c: &Charge, spans: &[Span]) -> Decimal {
+    let duration = (c.charge_end - c.charge_start).num_seconds();
+    if duration <= 0 {
+        let inside = spans.iter().any(|&(s, e)| c.charge_start >= s && c.charge_start < e);
+        return if inside { c.billed_cost } else { Decimal::ZERO };
+    }
+    match overlap_seconds((c.charge_start, c.charge_end), spans) {
+        0 => Decimal::ZERO,
+        o if o >= duration => c.billed_cost,
+        o => c.billed_cost * Decimal::from(o) / Decimal::from(duration),
+    }
+}
+
+/// The part of `c`'s time inside `spans` (first start to last end); a charge with no
+/// duration is its own instant.
+fn clip(c: &Charge, spans: &[Span]) -> Span {
+    let touches = |&&(s, e): &&Span| {
+        s < c.charge_end.max(c.charge_start + Duration::seconds(1)) && e > c.charge_start
+    };
+    let first = spans.iter().find(touches);
+    let last = spans.iter().rev().find(touches);
+    match (first, last) {
+        (Some(f), Some(l)) => {
+            let start = c.charge_start.max(f.0);
+            (start, c.charge_end.min(l.1).max(start))
+        }
+        _ => (c.charge_start, c.charge_end),
+    }
+}
+
+/// Wasted pieces of charges, grouped into one finding per resource.
+/// Platform, instance, resource, category, currency.
+type GroupKey = (String, Option<String>, Option<String>, Category, String);
+
+/// A wasted piece of a charge: the charge, the money, the time.
+type Piece<'a> = (&'a Charge, Decimal, Span);
+
+#[derive(Default)]
+struct Drafts<'a> {
+    groups: BTreeMap<GroupKey, Vec<Piece<'a>>>,
+}
+
+impl<'a> Drafts<'a> {
+    fn add(&mut self, c: &'a Charge, wasted: Decimal, span: Span) {
+        if wasted.is_zero() {
+            return;
+        }
+        let key = (
+            c.platform.clone(),
+            c.instance_id.clone(),
+            c.resource_id.clone(),
+            c.category,
+            c.currency.clone(),
+        );
+        self.groups.entry(key).or_default().push((c, wasted, span));
+    }
+
+    /// One finding per group; `describe` gives (projection, recommendation) for a group.
+    fn findings(
+        self,
+        rule: &dyn Rule,
+        mut describe: impl FnMut(&[Piece<'a>]) -> (Decimal, String),
+    ) -> Vec<Finding> {
+        self.groups
+            .into_values()
+            .map(|items| {
+                let (projection, recommendation) = describe(&items);
+                let first = items[0].0;
+                Finding {
+                    code: rule.code(),
+                    rule: rule.name(),
+                    severity: Severity::Low,
+                    platform: first.platform.clone(),
+                    account: first.account.clone(),
+                    instance_id: first.instance_id.clone(),
+                    resource_id: first.resource_id.clone(),
+                    category: first.category,
+                    period_start: items.iter().map(|i| i.2.0).min().unwrap_or(first.charge_start),
+                    period_end: items.iter().map(|i| i.2.1).max().unwrap_or(first.charge_end),
+                    amount: items.iter().map(|i| i.1).sum(),
+                    currency: first.currency.clone(),
+                    monthly_projection: projection,
+                    charges: items
+                        .iter()
+                        .map(|(c, wasted, _)| Evidence {
+                            id: c.id,
+                            file: c.origin.file.clone(),
+                            line: c.origin.line,
+                            item: c.origin.item.clone(),
+                            billed_cost: c.billed_cost,
+                            wasted: *wasted,
+                        })
+                        .collect(),
+                    recommendation,
+                }
+            })
+            .collect()
+    }
+}
+
+/// What a resource costs per 30 days at its rate in the month, if it still bills on the last
+/// day of the month (or of what the ledger knows, if earlier); else 0.
+fn resource_projection(ctx: &Context<'_>, c: &Charge) -> Decimal {
+    let Some(known) = ctx.known_span(&c.platform) else { return Decimal::ZERO };
+    let same = |o: &&Charge| {
+        o.platform == c.platform
+            && o.resource_id == c.resource_id
+            && o.category == c.category
+            && o.currency == c.currency
+            && o.billed_cost > Decimal::ZERO
+    };
+    let month: Vec<&Charge> = ctx.in_month().filter(same).collect();
+    let last_end = month.iter().map(|o| o.charge_end).max();
+    let horizon = known.1.min(ctx.month_span(&c.platform).1);
+    if last_end.is_none_or(|e| e < horizon - Duration::days(1)) {
+        return Decimal::ZERO;
+    }
+    let seconds: i64 = month.iter().map(|o| (o.charge_end - o.charge_start).num_seconds()).sum();
+    if seconds <= 0 {
+        return Decimal::ZERO;
+    }
+    let billed: Decimal = month.iter().map(|o| o.billed_cost).sum();
+    billed * Decimal::from(MONTH_SECONDS) / Decimal::from(seconds)
+}
+
+fn name_of(c: &Charge) -> String {
+    let what = match c.category {
+        Category::SystemDisk => "system disk",
+        Category::DataDisk => "data disk",
+        Category::PublicIp => "public IP",
+        Category::Snapshot => "snapshot",
+        other => other.as_str(),
+    };
+    match &c.resource_id {
+        Some(r) => format!("{what} {r}"),
+        None => format!("{what} ({})", c.origin.item),
+    }
+}
+
+fn days(hours: u32) -> String {
+    match hours {
+        24 => "1 day".to_owned(),
+        h if h % 24 == 0 => format!("{} days", h / 24),
+        h => format!("{h} h"),
+    }
+}
+
+/// Shared body of W001 and W002: charges of `categories` inside their instance's off periods
+/// beyond `grace_hours`.
+fn while_off<'a>(ctx: &Context<'a>, categories: &[Category], grace_hours: u32) -> Drafts<'a> {
+    let mut drafts = Drafts::default();
+    let grace = Duration::hours(i64::from(grace_hours));
+    for c in ctx.in_month() {
+        if !categories.contains(&c.category) || c.billed_cost <= Decimal::ZERO {
+            continue;
+        }
+        let Some(instance) = &c.instance_id else { continue };
+        if !ctx.ran_recently(&c.platform, instance) {
+            continue; // W003's: the instance is likely released
+        }
+        let (Some(tl), Some(known)) =
+            (ctx.timeline(&c.platform, instance), ctx.known_span(&c.platform))
+        else {
+            continue;
+        };
+        let spans = tl.off_after_grace(known, grace);
+        drafts.add(c, prorated(c, &spans), clip(c, &spans));
+    }
+    drafts
+}
+
+/// W001: disks billing while their instance is off, beyond the grace period.
+pub struct StorageWhileOff;
+
+impl Rule for StorageWhileOff {
+    fn code(&self) -> &'static str {
+        "W001"
+    }
+    fn name(&self) -> &'static str {
+        "storage-while-off"
+    }
+    fn check(&self, ctx: &Context<'_>) -> Vec<Finding> {
+        let grace = ctx.config.waste.storage_grace_hours;
+        while_off(ctx, &[Category::SystemDisk, Category::DataDisk], grace).findings(self, |items| {
+            let c = items[0].0;
+            let instance = c.instance_id.as_deref().unwrap_or_default();
+            (
+                resource_projection(ctx, c),
+                format!(
+                    "The {} kept billing while instance {instance} was off for more than {}: \
+                     release it, or move its data to cheaper storage before a long stop.",
+                    name_of(c),
+                    days(grace)
+                ),
+            )
+        })
+    }
+}
+
+/// W002: public IPs and bandwidth billing while their instance is off, beyond the grace.
+pub struct IdlePublicIp;
+
+impl Rule for IdlePublicIp {
+    fn code(&self) -> &'static str {
+        "W002"
+    }
+    fn name(&self) -> &'static str {
+        "idle-public-ip"
+    }
+    fn check(&self, ctx: &Context<'_>) -> Vec<Finding> {
+        let grace = ctx.config.waste.ip_grace_hours;
+        while_off(ctx, &[Category::PublicIp], grace).findings(self, |items| {
+            let c = items[0].0;
+            let instance = c.instance_id.as_deref().unwrap_or_default();
+            (
+                resource_projection(ctx, c),
+                format!(
+                    "The {} kept billing while instance {instance} was off for more than {}: \
+                     release or unbind it when the instance stops.",
+                    name_of(c),
+                    days(grace)
+                ),
+            )
+        })
+    }
+}
+
+/// W003: disks and IPs that belong to no instance, or to one with no compute in the look-back.
+pub struct UnattachedStorage;
+
+impl Rule for UnattachedStorage {
+    fn code(&self) -> &'static str {
+        "W003"
+    }
+    fn name(&self) -> &'static str {
+        "unattached-storage"
+    }
+    fn check(&self, ctx: &Context<'_>) -> Vec<Finding> {
+        let mut drafts = Drafts::default();
+        let storage = [Category::SystemDisk, Category::DataDisk, Category::PublicIp];
+        for c in ctx.in_month() {
+            if !storage.contains(&c.category) || c.billed_cost <= Decimal::ZERO {
+                continue;
+            }
+            let released = match &c.instance_id {
+                None => true,
+                Some(i) => !ctx.ran_recently(&c.platform, i),
+            };
+            if released {
+                drafts.add(c, c.billed_cost, (c.charge_start, c.charge_end));
+            }
+        }
+        let lookback = ctx.config.waste.lookback_days;
+        drafts.findings(self, |items| {
+            let c = items[0].0;
+            let why = match &c.instance_id {
+                None => "is linked to no instance in the bill".to_owned(),
+                Some(i) => {
+                    format!("belongs to instance {i}, which had no compute in {lookback} days")
+                }
+            };
+            (
+                resource_projection(ctx, c),
+                format!("The {} {why}: release it if nothing needs it.", name_of(c)),
+            )
+        })
+    }
+}
+
+/// W004: snapshots older than N days whose instance has not run for N days or is unknown.
+pub struct StaleSnapshot;
+
+impl Rule for StaleSnapshot {
+    fn code(&self) -> &'static str {
+        "W004"
+    }
+    fn name(&self) -> &'static str {
+        "stale-snapshot"
+    }
+    fn check(&self, ctx: &Context<'_>) -> Vec<Finding> {
+        let n = ctx.config.waste.snapshot_days;
+        let age = Duration::days(i64::from(n));
+        let mut drafts = Drafts::default();
+        for c in ctx.in_month() {
+            if c.category != Category::Snapshot || c.billed_cost <= Decimal::ZERO {
+                continue;
+            }
+            let first = c
+                .resource_id
+                .as_deref()
+                .and_then(|r| ctx.first_seen(&c.platform, r))
+                .unwrap_or(c.charge_start);
+            let old_from = first + age;
+            let unused: Vec<Span> = match (&c.instance_id, ctx.known_span(&c.platform)) {
+                (Some(i), Some(known)) if ctx.timeline(&c.platform, i).is_some() => ctx
+                    .timeline(&c.platform, i)
+                    .map(|tl| tl.off_after_grace(known, age))
+                    .unwrap_or_default(),
+                _ => vec![(old_from, DateTime::<Utc>::MAX_UTC)],
+            };
+            let spans: Vec<Span> = unused
+                .into_iter()
+                .map(|(s, e)| (s.max(old_from), e))
+                .filter(|(s, e)| s < e)
+                .collect();
+            drafts.add(c, prorated(c, &spans), clip(c, &spans));
+        }
+        drafts.findings(self, |items| {
+            let c = items[0].0;
+            let owner = match &c.instance_id {
+                Some(i) if ctx.timeline(&c.platform, i).is_some() => {
+                    format!("its instance {i} has not run for {n} days")
+                }
+                Some(i) => format!("its instance {i} never ran in the ledger"),
+                None => "it belongs to no known instance".to_owned(),
+            };
+            (
+                resource_projection(ctx, c),
+                format!(
+                    "The {} is over {n} days old and {owner}: delete it, or export what you need.",
+                    name_of(c)
+                ),
+            )
+        })
+    }
+}
+
+/// W005: on-demand compute that cost more in the month than a weekly or monthly plan.
+pub struct OnDemandOverSubscription;
+
+impl OnDemandOverSubscription {
+    /// The cheapest plan prices (monthly, weekly) for a GPU model on a platform: the rate
+    /// card's, else the 30-day price of subscription purchases seen in the ledger.
+    fn plans(ctx: &Context<'_>, platform: &str, gpu: &str) -> (Option<Decimal>, Option<Decimal>) {
+        let card = ctx.config.rates.iter().find(|r| r.platform == platform && r.gpu_model == gpu);
+        let seen = ctx
+            .charges
+            .iter()
+            .filter(|c| {
+                c.platform == platform
+                    && c.category == Category::Compute
+                    && c.kind == Kind::Purchase
+                    && c.pricing == Pricing::Subscription
+                    && c.billed_cost > Decimal::ZERO
+                    && model(ctx, c).as_deref() == Some(gpu)
+            })
+            .filter_map(|c| {
+                let secs = (c.charge_end - c.charge_start).num_seconds();
+                (secs >= 7 * 24 * 3600)
+                    .then(|| c.billed_cost * Decimal::from(MONTH_SECONDS) / Decimal::from(secs))
+            })
+            .min();
+        (card.and_then(|r| r.monthly).or(seen), card.and_then(|r| r.weekly))
+    }
+}
+
+fn model(ctx: &Context<'_>, c: &Charge) -> Option<String> {
+    c.gpu_model.clone().or_else(|| {
+        c.instance_id
+            .as_deref()
+            .and_then(|i| ctx.config.gpu_model_of(&c.platform, i))
+            .map(str::to_owned)
+    })
+}
+
+impl Rule for OnDemandOverSubscription {
+    fn code(&self) -> &'static str {
+        "W005"
+    }
+    fn name(&self) -> &'static str {
+        "on-demand-over-subscription"
+    }
+    fn check(&self, ctx: &Context<'_>) -> Vec<Finding> {
+        let mut by_instance: BTreeMap<(String, String, String), Vec<&Charge>> = BTreeMap::new();
+        for c in ctx.in_month() {
+            let on_demand = c.category == Category::Compute
+                && c.kind == Kind::Usage
+                && c.pricing == Pricing::OnDemand
+                && c.billed_cost > Decimal::ZERO;
+            if let (true, Some(i)) = (on_demand, &c.instance_id) {
+                by_instance
+                    .entry((c.platform.clone(), i.clone(), c.currency.clone()))
+                    .or_default()
+                    .push(c);
+            }
+        }
+        let mut findings = Vec::new();
+        for ((platform, instance, _), charges) in by_instance {
+            let Some(gpu) = charges.iter().find_map(|c| model(ctx, c)) else { continue };
+            let (monthly, weekly) = Self::plans(ctx, &platform, &gpu);
+            let start = charges.iter().map(|c| c.charge_start).min().unwrap_or_default();
+            let end = charges.iter().map(|c| c.charge_end).max().unwrap_or_default();
+            let active_days = ((end - start).num_seconds() + 86_399) / 86_400;
+            let weeks = (active_days + 6) / 7;
+            let options = [
+                monthly.map(|m| (m, "monthly plan".to_owned())),
+                weekly.map(|w| (w * Decimal::from(weeks), format!("{weeks}-week plan"))),
+            ];
+            let Some((best, plan)) = options.into_iter().flatten().min_by_key(|o| o.0) else {
+                continue;
+            };
+            let on_demand: Decimal = charges.iter().map(|c| c.billed_cost).sum();
+            let savings = on_demand - best;
+            if savings <= Decimal::ZERO {
+                continue;
+            }
+            let hours: i64 =
+                charges.iter().map(|c| (c.charge_end - c.charge_start).num_seconds()).sum::<i64>()
+                    / 3600;
+            let mut drafts = Drafts::default();
+            for c in &charges {
+                drafts.add(c, c.billed_cost * savings / on_demand, (c.charge_start, c.charge_end));
+            }
+            let projection = if active_days > 0 {
+                savings * Decimal::from(30) / Decimal::from(active_days.min(30))
+            } else {
+                Decimal::ZERO
+            };
+            let text = format!(
+                "Instance {instance} ({gpu}) ran {hours} h on demand for {} {}; a {plan} costs {}: \
+                 subscribe while it runs steadily.",
+                money_text(on_demand.round_dp(2)),
+                charges[0].currency,
+                money_text(best.round_dp(2)),
+            );
+            // One finding per instance, whatever the resource ids of its rows.
+            let mut merged = drafts.findings(self, |_| (projection, text.clone()));
+            if let Some(mut f) = merged.pop() {
+                for other in merged {
+                    f.charges.extend(other.charges);
+                    f.amount += other.amount;
+                    f.period_start = f.period_start.min(other.period_start);
+                    f.period_end = f.period_end.max(other.period_end);
+                }
+                f.resource_id = Some(instance.clone());
+                findings.push(f);
+            }
+        }
+        findings
+    }
+}
+
+/// W006: traffic above a share of its instance's cost: fixed bandwidth would be cheaper.
+pub struct TrafficHeavy;
+
+impl Rule for TrafficHeavy {
+    fn code(&self) -> &'static str {
+        "W006"
+    }
+    fn name(&self) -> &'static str {
+        "traffic-heavy"
+    }
+    fn check(&self, ctx: &Context<'_>) -> Vec<Finding> {
+        let share = ctx.config.waste.traffic_share;
+        let mut cost: BTreeMap<(String, String, String), (Decimal, Vec<&Charge>)> = BTreeMap::new();
+        for c in ctx.in_month() {
+            let Some(i) = &c.instance_id else { continue };
+            let entry =
+                cost.entry((c.platform.clone(), i.clone(), c.currency.clone())).or_default();
+            entry.0 += c.billed_cost;
+            if c.category == Category::Traffic && c.billed_cost > Decimal::ZERO {
+                entry.1.push(c);
+            }
+        }
+        let mut findings = Vec::new();
+        for ((_, instance, _), (total, traffic)) in cost {
+            let spent: Decimal = traffic.iter().map(|c| c.billed_cost).sum();
+            let excess = spent - share * total;
+            if total <= Decimal::ZERO || excess <= Decimal::ZERO {
+                continue;
+            }
+            let mut drafts = Drafts::default();
+            for c in &traffic {
+                drafts.add(c, c.billed_cost * excess / spent, (c.charge_start, c.charge_end));
+            }
+            let pct = (spent * Decimal::ONE_HUNDRED / total).round_dp(0);
+            let text = format!(
+                "Traffic was {pct}% of instance {instance}'s cost (over {}%): a fixed-bandwidth \
+                 plan, or moving data inside the region, would likely cost less.",
+                (share * Decimal::ONE_HUNDRED).normalize()
+            );
+            findings.extend(
+                drafts.findings(self, |items| (resource_projection(ctx, items[0].0), text.clone())),
+            );
+        }
+        findings
+    }
+}

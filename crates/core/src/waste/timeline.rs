@@ -1,0 +1,118 @@
+//! Instance timelines: when each instance's compute was paid for, and so when it was off.
+//!
+//! Built once per audit from the compute charges (usage and subscription purchases; refunds
+//! do not uncover time) and shared by every rule.
+
+use std::collections::HashMap;
+
+use chrono::{DateTime, Duration, Utc};
+
+use crate::charge::{Category, Charge, Kind};
+
+/// A half-open span of time `[start, end)`.
+pub type Span = (DateTime<Utc>, DateTime<Utc>);
+
+/// The merged compute coverage of one instance, sorted.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Timeline {
+    /// Disjoint spans in which compute was paid for, in order.
+    pub covered: Vec<Span>,
+}
+
+impl Timeline {
+    /// Whether any coverage touches `[from, to)`.
+    pub fn ran_within(&self, from: DateTime<Utc>, to: DateTime<Utc>) -> bool {
+        self.covered.iter().any(|&(s, e)| s < to && e > from)
+    }
+
+    /// The spans of `within` that no coverage touches.
+    pub fn off_periods(&self, within: Span) -> Vec<Span> {
+        let mut off = Vec::new();
+        let mut cursor = within.0;
+        for &(s, e) in &self.covered {
+            if e <= cursor {
+                continue;
+            }
+            if s >= within.1 {
+                break;
+            }
+            if s > cursor {
+                off.push((cursor, s));
+            }
+            cursor = cursor.max(e);
+        }
+        if cursor < within.1 {
+            off.push((cursor, within.1));
+        }
+        off
+    }
+
+    /// The off periods of `within`, each cut by `grace` from its start.
+    pub fn off_after_grace(&self, within: Span, grace: Duration) -> Vec<Span> {
+        self.off_periods(within)
+            .into_iter()
+            .filter_map(|(s, e)| (s + grace < e).then_some((s + grace, e)))
+            .collect()
+    }
+}
+
+/// Timelines of every instance, keyed by (platform, instance id).
+pub fn build(charges: &[Charge]) -> HashMap<(String, String), Timeline> {
+    let mut spans: HashMap<(String, String), Vec<Span>> = HashMap::new();
+    for c in charges {
+        let covers = c.category == Category::Compute
+            && matches!(c.kind, Kind::Usage | Kind::Purchase)
+            && c.charge_end > c.charge_start;
+        if let (true, Some(instance)) = (covers, &c.instance_id) {
+            spans
+                .entry((c.platform.clone(), instance.clone()))
+                .or_default()
+                .push((c.charge_start, c.charge_end));
+        }
+    }
+    spans
+        .into_iter()
+        .map(|(key, mut list)| {
+            list.sort();
+            let mut covered: Vec<Span> = Vec::with_capacity(list.len());
+            for (s, e) in list {
+                match covered.last_mut() {
+                    Some(last) if s <= last.1 => last.1 = last.1.max(e),
+                    _ => covered.push((s, e)),
+                }
+            }
+            (key, Timeline { covered })
+        })
+        .collect()
+}
+
+/// Seconds of `span` inside the union of `spans` (which are disjoint).
+pub fn overlap_seconds(span: Span, spans: &[Span]) -> i64 {
+    spans.iter().map(|&(s, e)| (span.1.min(e) - span.0.max(s)).num_seconds().max(0)).sum()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use chrono::TimeZone;
+
+    fn t(d: u32, h: u32) -> DateTime<Utc> {
+        Utc.with_ymd_and_hms(2024, 5, d, h, 0, 0).unwrap()
+    }
+
+    #[test]
+    fn off_periods_are_the_gaps_inside_the_window() {
+        let tl = Timeline { covered: vec![(t(2, 0), t(3, 0)), (t(5, 0), t(6, 0))] };
+        assert_eq!(
+            tl.off_periods((t(1, 0), t(10, 0))),
+            vec![(t(1, 0), t(2, 0)), (t(3, 0), t(5, 0)), (t(6, 0), t(10, 0))]
+        );
+        assert_eq!(
+            tl.off_after_grace((t(1, 0), t(10, 0)), Duration::hours(30)),
+            vec![(t(4, 6), t(5, 0)), (t(7, 6), t(10, 0))]
+        );
+        assert!(tl.ran_within(t(2, 12), t(2, 13)));
+        assert!(!tl.ran_within(t(3, 0), t(5, 0)));
+        assert_eq!(overlap_seconds((t(4, 0), t(8, 0)), &[(t(4, 6), t(5, 0))]), 18 * 3600);
+    }
+}
