@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The whole test suite: formatting, lints, both feature sets, unit/integration/doc tests,
-# the embedding check, and the DuckDB interoperability check. CI runs exactly this.
+# the embedding example, and the DuckDB interoperability check. CI runs exactly this.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$HOME/.cache/gpuaudit-target}"
@@ -11,6 +11,13 @@ cargo clippy --workspace --all-targets -- -D warnings
 cargo clippy -p gpuaudit-core --no-default-features --all-targets -- -D warnings
 cargo test -p gpuaudit-core --no-default-features
 cargo test --workspace
+
+# Finance tooling embeds the library without polars: the example must build that way and
+# print exactly the expected findings for the example bills.
+cargo run -q -p gpuaudit-core --no-default-features --example embed -- \
+    2024-05 examples/gpuaudit.toml examples/bills/*.csv > "$CARGO_TARGET_DIR/embed.out"
+diff -u tests/embed.expected "$CARGO_TARGET_DIR/embed.out"
+echo "embed example: output as expected"
 
 python3 -c 'import duckdb' 2>/dev/null || python3 -m pip install --quiet duckdb
 python3 tests/duckdb_check.py "$CARGO_TARGET_DIR/debug/gpuaudit"

@@ -311,3 +311,129 @@ fn the_readme_example_imports_and_summarises_the_bundled_bills() {
         "platform,currency,billed_cost,list_cost,charges\naliyun,CNY,5716.36,6124.32,181\nautodl,CNY,1583.13,1583.13,774\n"
     );
 }
+
+fn example_ledger() -> tempfile::TempDir {
+    let dir = workdir();
+    std::fs::copy(root().join("examples/gpuaudit.toml"), dir.path().join("gpuaudit.toml")).unwrap();
+    let out = gpuaudit(
+        dir.path(),
+        &[
+            "import",
+            "examples/bills/aliyun-2024-04.csv",
+            "examples/bills/aliyun-2024-05.csv",
+            "examples/bills/autodl-2024-05.csv",
+        ],
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    dir
+}
+
+#[test]
+fn waste_on_the_examples_finds_w001_to_w005_grouped_by_rule() {
+    let dir = example_ledger();
+    let out = gpuaudit(dir.path(), &["waste", "--month", "2024-05"]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let text = stdout(&out);
+    for line in [
+        "W001 storage-while-off: 3 findings, 250.51 CNY wasted",
+        "W002 idle-public-ip: 1 finding, 27.18 CNY wasted",
+        "W003 unattached-storage: 1 finding, 139.50 CNY wasted",
+        "W004 stale-snapshot: 1 finding, 20.80 CNY wasted",
+        "W005 on-demand-over-subscription: 1 finding, 235.52 CNY wasted",
+        "aliyun    i-bp1gpua10x7k2m  d-bp1data01x9f3       data_disk    2024-05-16 00:00  2024-06-01 00:00  200.00 CNY  375.00 CNY",
+        "- Instance 9d3f55aa01 (RTX 4090) ran 624 h on demand for 1235.52 CNY; a monthly plan costs 1000.00: subscribe while it runs steadily.",
+        "total wasted in 2024-05: 673.51 CNY",
+    ] {
+        assert!(text.contains(&format!("{line}\n")), "missing {line:?} in:\n{text}");
+    }
+    assert!(!text.contains("W006"), "{text}");
+}
+
+#[test]
+fn waste_csv_and_json_are_the_documented_contract() {
+    let dir = example_ledger();
+    let csv = stdout(&gpuaudit(dir.path(), &["waste", "--month", "2024-05", "--format", "csv"]));
+    let mut lines = csv.lines();
+    assert_eq!(
+        lines.next(),
+        Some(
+            "code,rule,platform,account,instance_id,resource_id,category,period_start,period_end,amount,currency,monthly_projection,charges,recommendation"
+        )
+    );
+    let rows: Vec<Vec<String>> = csv::Reader::from_reader(csv.as_bytes())
+        .records()
+        .map(|r| r.unwrap().iter().map(str::to_owned).collect())
+        .collect();
+    let amounts: Vec<&str> = rows.iter().map(|r| r[9].as_str()).collect();
+    assert_eq!(amounts, ["235.52", "200.00", "139.50", "30.51", "27.18", "20.80", "20.00"]);
+    let orphan = &rows[2];
+    assert_eq!(
+        orphan[..12].join(","),
+        "W003,unattached-storage,aliyun,1428306912345678,,d-bp1orphan7h2q,data_disk,2024-04-30T16:00:00Z,2024-05-31T16:00:00Z,139.50,CNY,135.00"
+    );
+    assert_eq!(orphan[12].split(';').count(), 31);
+    let json = stdout(&gpuaudit(
+        dir.path(),
+        &["waste", "--month", "2024-05", "--rule", "W004", "--format", "json"],
+    ));
+    let v: serde_json::Value = serde_json::from_str(&json).unwrap();
+    assert_eq!(v["month"], "2024-05");
+    assert_eq!(v["total"], serde_json::json!([{ "currency": "CNY", "amount": "20.80" }]));
+    let f = &v["findings"][0];
+    assert_eq!(
+        (f["code"].as_str(), f["amount"].as_str(), f["resource_id"].as_str()),
+        (Some("W004"), Some("20.80"), Some("s-bp1snap4a2c"))
+    );
+    assert_eq!(f["charges"].as_array().unwrap().len(), 26);
+    assert_eq!(f["charges"][0]["file"], "examples/bills/aliyun-2024-05.csv");
+}
+
+#[test]
+fn waste_fail_over_explain_and_bad_arguments() {
+    let dir = example_ledger();
+    let over = gpuaudit(dir.path(), &["waste", "--month", "2024-05", "--fail-over", "673.50"]);
+    assert_eq!(over.status.code(), Some(1));
+    let under = gpuaudit(dir.path(), &["waste", "--month", "2024-05", "--fail-over", "673.51"]);
+    assert_eq!(under.status.code(), Some(0));
+    let explain = stdout(&gpuaudit(
+        dir.path(),
+        &["waste", "--month", "2024-05", "--rule", "W003", "--explain"],
+    ));
+    assert!(
+        explain.contains(
+            "    examples/bills/aliyun-2024-05.csv:8  云盘容量  billed 4.50  wasted 4.50\n"
+        ),
+        "{explain}"
+    );
+    assert!(!explain.contains("W001"), "{explain}");
+    let min = stdout(&gpuaudit(
+        dir.path(),
+        &["waste", "--month", "2024-05", "--min-amount", "100", "--format", "csv"],
+    ));
+    assert_eq!(min.lines().count(), 4, "{min}");
+    let bad = gpuaudit(dir.path(), &["waste", "--month", "2024-05", "--rule", "W009"]);
+    assert_eq!(bad.status.code(), Some(2));
+    assert!(stderr(&bad).contains("unknown rule \"W009\""), "{}", stderr(&bad));
+    let none = stdout(&gpuaudit(dir.path(), &["waste", "--month", "2024-03"]));
+    assert_eq!(none, "waste in 2024-03: no findings\n");
+}
+
+#[test]
+fn config_defaults_print_every_threshold_and_bad_config_is_refused() {
+    let dir = workdir();
+    let out = stdout(&gpuaudit(dir.path(), &["config", "--defaults"]));
+    for line in [
+        "storage_grace_hours = 72",
+        "ip_grace_hours = 24",
+        "lookback_days = 30",
+        "snapshot_days = 30",
+        "min_amount = \"1\"",
+        "traffic_share = \"0.30\"",
+    ] {
+        assert!(out.contains(line), "{line} missing from:\n{out}");
+    }
+    std::fs::write(dir.path().join("gpuaudit.toml"), "[waste]\ngrace = 1\n").unwrap();
+    let bad = gpuaudit(dir.path(), &["waste", "--month", "2024-05"]);
+    assert_eq!(bad.status.code(), Some(2));
+    assert!(stderr(&bad).starts_with("error: gpuaudit.toml: "), "{}", stderr(&bad));
+}

@@ -35,7 +35,7 @@ pub struct WasteArgs {
     /// Output format.
     #[arg(long, value_enum, default_value = "table")]
     format: Format,
-    /// Exit with code 1 when the total wasted (in any currency) exceeds X.
+    /// Exit with code 1 when the total wasted (in any currency, as printed) exceeds X.
     #[arg(long, value_name = "X")]
     fail_over: Option<String>,
     /// List the bill lines behind each finding.
@@ -105,7 +105,9 @@ pub fn run(
         }
     };
     emit(&text)?;
-    let over = fail_over.is_some_and(|limit| totals.iter().any(|(_, amount)| *amount > limit));
+    // The limit is compared with the total as printed (in cents), which is what the user saw.
+    let rounded = |d: Decimal| d.round_dp_with_strategy(2, RoundingStrategy::MidpointAwayFromZero);
+    let over = fail_over.is_some_and(|limit| totals.iter().any(|(_, t)| rounded(*t) > limit));
     Ok(if over { ExitCode::from(1) } else { ExitCode::SUCCESS })
 }
 
