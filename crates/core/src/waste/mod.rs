@@ -145,7 +145,11 @@ pub static RULES: &[&dyn Rule] = &[
     &TrafficHeavy,
 ];
 
-/// What the rules see: the charges, the month, the configuration, and the shared timelines.
+/// A resource's spend in the month: billed, seconds billed, end of its last charge.
+type Rate = (Decimal, i64, DateTime<Utc>);
+
+/// What the rules see: the charges, the month, the configuration, and what is derived from
+/// the charges once (timelines, knowledge spans, first sightings, resource rates).
 pub struct Context<'a> {
     /// Charges of the month and of its look-back.
     pub charges: &'a [Charge],
@@ -153,9 +157,10 @@ pub struct Context<'a> {
     pub month: YearMonth,
     /// Thresholds, rate cards, instance notes.
     pub config: &'a Config,
-    timelines: HashMap<(String, String), Timeline>,
-    known: HashMap<String, Span>,
-    first_seen: HashMap<(String, String), DateTime<Utc>>,
+    timelines: HashMap<(&'a str, &'a str), Timeline>,
+    known: HashMap<&'a str, Span>,
+    first_seen: HashMap<(&'a str, &'a str), DateTime<Utc>>,
+    rates: HashMap<(&'a str, &'a str, Category, &'a str), Rate>,
 }
 
 /// The zone a platform cuts its months in.
@@ -164,21 +169,43 @@ pub fn platform_zone(platform: &str) -> Tz {
 }
 
 impl<'a> Context<'a> {
-    /// Builds timelines, knowledge spans and first sightings once.
+    /// Builds timelines, knowledge spans, first sightings and resource rates once.
     pub fn new(charges: &'a [Charge], month: YearMonth, config: &'a Config) -> Self {
-        let mut known: HashMap<String, Span> = HashMap::new();
-        let mut first_seen: HashMap<(String, String), DateTime<Utc>> = HashMap::new();
+        let mut known: HashMap<&str, Span> = HashMap::new();
+        let mut first_seen: HashMap<(&str, &str), DateTime<Utc>> = HashMap::new();
+        let mut rates: HashMap<(&str, &str, Category, &str), Rate> = HashMap::new();
         for c in charges {
-            let span = known.entry(c.platform.clone()).or_insert((c.charge_start, c.charge_end));
+            let span = known.entry(&c.platform).or_insert((c.charge_start, c.charge_end));
             span.0 = span.0.min(c.charge_start);
             span.1 = span.1.max(c.charge_end);
-            if let Some(r) = &c.resource_id {
-                let seen =
-                    first_seen.entry((c.platform.clone(), r.clone())).or_insert(c.charge_start);
+            let resource = c.resource_id.as_deref().unwrap_or("");
+            if !resource.is_empty() {
+                let seen = first_seen.entry((&c.platform, resource)).or_insert(c.charge_start);
                 *seen = (*seen).min(c.charge_start);
             }
+            if c.billing_period == month && c.is_spend() && c.billed_cost > Decimal::ZERO {
+                let key = (c.platform.as_str(), resource, c.category, c.currency.as_str());
+                let rate = rates.entry(key).or_insert((Decimal::ZERO, 0, c.charge_end));
+                rate.0 += c.billed_cost;
+                rate.1 += (c.charge_end - c.charge_start).num_seconds();
+                rate.2 = rate.2.max(c.charge_end);
+            }
         }
-        Context { charges, month, config, timelines: timeline::build(charges), known, first_seen }
+        Context {
+            charges,
+            month,
+            config,
+            timelines: timeline::build(charges),
+            known,
+            first_seen,
+            rates,
+        }
+    }
+
+    /// A resource's spend in the month (billed, seconds, last end), by its charge `c`.
+    pub(crate) fn rate_of(&self, c: &'a Charge) -> Option<Rate> {
+        let resource = c.resource_id.as_deref().unwrap_or("");
+        self.rates.get(&(c.platform.as_str(), resource, c.category, c.currency.as_str())).copied()
     }
 
     /// Charges whose billing period is the audited month (spend only).
@@ -199,17 +226,17 @@ impl<'a> Context<'a> {
     }
 
     /// The timeline of an instance, if it ever had compute.
-    pub fn timeline(&self, platform: &str, instance: &str) -> Option<&Timeline> {
-        self.timelines.get(&(platform.to_owned(), instance.to_owned()))
+    pub fn timeline(&self, platform: &'a str, instance: &'a str) -> Option<&Timeline> {
+        self.timelines.get(&(platform, instance))
     }
 
     /// When a resource was first charged among the charges given.
-    pub fn first_seen(&self, platform: &str, resource: &str) -> Option<DateTime<Utc>> {
-        self.first_seen.get(&(platform.to_owned(), resource.to_owned())).copied()
+    pub fn first_seen(&self, platform: &'a str, resource: &'a str) -> Option<DateTime<Utc>> {
+        self.first_seen.get(&(platform, resource)).copied()
     }
 
     /// Whether the instance had compute in the look-back window before and through the month.
-    pub fn ran_recently(&self, platform: &str, instance: &str) -> bool {
+    pub fn ran_recently(&self, platform: &'a str, instance: &'a str) -> bool {
         let (start, end) = self.month_span(platform);
         let from = start - Duration::days(i64::from(self.config.waste.lookback_days));
         self.timeline(platform, instance).is_some_and(|t| t.ran_within(from, end))

@@ -117,25 +117,15 @@ impl<'a> Drafts<'a> {
 /// What a resource costs per 30 days at its rate in the month, if it still bills on the last
 /// day of the month (or of what the ledger knows, if earlier); else 0.
 fn resource_projection(ctx: &Context<'_>, c: &Charge) -> Decimal {
-    let Some(known) = ctx.known_span(&c.platform) else { return Decimal::ZERO };
-    let same = |o: &&Charge| {
-        o.platform == c.platform
-            && o.resource_id == c.resource_id
-            && o.category == c.category
-            && o.currency == c.currency
-            && o.billed_cost > Decimal::ZERO
+    let (Some(known), Some((billed, seconds, last_end))) =
+        (ctx.known_span(&c.platform), ctx.rate_of(c))
+    else {
+        return Decimal::ZERO;
     };
-    let month: Vec<&Charge> = ctx.in_month().filter(same).collect();
-    let last_end = month.iter().map(|o| o.charge_end).max();
     let horizon = known.1.min(ctx.month_span(&c.platform).1);
-    if last_end.is_none_or(|e| e < horizon - Duration::days(1)) {
+    if last_end < horizon - Duration::days(1) || seconds <= 0 {
         return Decimal::ZERO;
     }
-    let seconds: i64 = month.iter().map(|o| (o.charge_end - o.charge_start).num_seconds()).sum();
-    if seconds <= 0 {
-        return Decimal::ZERO;
-    }
-    let billed: Decimal = month.iter().map(|o| o.billed_cost).sum();
     billed * Decimal::from(MONTH_SECONDS) / Decimal::from(seconds)
 }
 
@@ -166,6 +156,7 @@ fn days(hours: u32) -> String {
 fn while_off<'a>(ctx: &Context<'a>, categories: &[Category], grace_hours: u32) -> Drafts<'a> {
     let mut drafts = Drafts::default();
     let grace = Duration::hours(i64::from(grace_hours));
+    let mut off: std::collections::HashMap<&str, Vec<Span>> = Default::default();
     for c in ctx.in_month() {
         if !categories.contains(&c.category) || c.billed_cost <= Decimal::ZERO {
             continue;
@@ -179,8 +170,9 @@ fn while_off<'a>(ctx: &Context<'a>, categories: &[Category], grace_hours: u32) -
         else {
             continue;
         };
-        let spans = tl.off_after_grace(known, grace);
-        drafts.add(c, prorated(c, &spans), clip(c, &spans));
+        let spans =
+            off.entry(instance.as_str()).or_insert_with(|| tl.off_after_grace(known, grace));
+        drafts.add(c, prorated(c, spans), clip(c, spans));
     }
     drafts
 }
@@ -345,27 +337,37 @@ impl Rule for StaleSnapshot {
 pub struct OnDemandOverSubscription;
 
 impl OnDemandOverSubscription {
-    /// The cheapest plan prices (monthly, weekly) for a GPU model on a platform: the rate
-    /// card's, else the 30-day price of subscription purchases seen in the ledger.
-    fn plans(ctx: &Context<'_>, platform: &str, gpu: &str) -> (Option<Decimal>, Option<Decimal>) {
+    /// The 30-day price of the cheapest subscription purchase seen in the ledger, per
+    /// platform and GPU model.
+    fn seen_plans(ctx: &Context<'_>) -> BTreeMap<(String, String), Decimal> {
+        let mut seen: BTreeMap<(String, String), Decimal> = BTreeMap::new();
+        for c in ctx.charges {
+            let plan = c.category == Category::Compute
+                && c.kind == Kind::Purchase
+                && c.pricing == Pricing::Subscription
+                && c.billed_cost > Decimal::ZERO;
+            let secs = (c.charge_end - c.charge_start).num_seconds();
+            if !plan || secs < 7 * 24 * 3600 {
+                continue;
+            }
+            let Some(gpu) = model(ctx, c) else { continue };
+            let monthly = c.billed_cost * Decimal::from(MONTH_SECONDS) / Decimal::from(secs);
+            let entry = seen.entry((c.platform.clone(), gpu)).or_insert(monthly);
+            *entry = (*entry).min(monthly);
+        }
+        seen
+    }
+
+    /// The plan prices (monthly, weekly) for a GPU model on a platform: the rate card's, else
+    /// the monthly price of subscriptions seen in the ledger.
+    fn plans(
+        ctx: &Context<'_>,
+        seen: &BTreeMap<(String, String), Decimal>,
+        platform: &str,
+        gpu: &str,
+    ) -> (Option<Decimal>, Option<Decimal>) {
         let card = ctx.config.rates.iter().find(|r| r.platform == platform && r.gpu_model == gpu);
-        let seen = ctx
-            .charges
-            .iter()
-            .filter(|c| {
-                c.platform == platform
-                    && c.category == Category::Compute
-                    && c.kind == Kind::Purchase
-                    && c.pricing == Pricing::Subscription
-                    && c.billed_cost > Decimal::ZERO
-                    && model(ctx, c).as_deref() == Some(gpu)
-            })
-            .filter_map(|c| {
-                let secs = (c.charge_end - c.charge_start).num_seconds();
-                (secs >= 7 * 24 * 3600)
-                    .then(|| c.billed_cost * Decimal::from(MONTH_SECONDS) / Decimal::from(secs))
-            })
-            .min();
+        let seen = seen.get(&(platform.to_owned(), gpu.to_owned())).copied();
         (card.and_then(|r| r.monthly).or(seen), card.and_then(|r| r.weekly))
     }
 }
@@ -401,9 +403,10 @@ impl Rule for OnDemandOverSubscription {
             }
         }
         let mut findings = Vec::new();
+        let seen = Self::seen_plans(ctx);
         for ((platform, instance, _), charges) in by_instance {
             let Some(gpu) = charges.iter().find_map(|c| model(ctx, c)) else { continue };
-            let (monthly, weekly) = Self::plans(ctx, &platform, &gpu);
+            let (monthly, weekly) = Self::plans(ctx, &seen, &platform, &gpu);
             let start = charges.iter().map(|c| c.charge_start).min().unwrap_or_default();
             let end = charges.iter().map(|c| c.charge_end).max().unwrap_or_default();
             let active_days = ((end - start).num_seconds() + 86_399) / 86_400;

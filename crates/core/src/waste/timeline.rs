@@ -57,15 +57,15 @@ impl Timeline {
 }
 
 /// Timelines of every instance, keyed by (platform, instance id).
-pub fn build(charges: &[Charge]) -> HashMap<(String, String), Timeline> {
-    let mut spans: HashMap<(String, String), Vec<Span>> = HashMap::new();
+pub fn build(charges: &[Charge]) -> HashMap<(&str, &str), Timeline> {
+    let mut spans: HashMap<(&str, &str), Vec<Span>> = HashMap::new();
     for c in charges {
         let covers = c.category == Category::Compute
             && matches!(c.kind, Kind::Usage | Kind::Purchase)
             && c.charge_end > c.charge_start;
         if let (true, Some(instance)) = (covers, &c.instance_id) {
             spans
-                .entry((c.platform.clone(), instance.clone()))
+                .entry((c.platform.as_str(), instance.as_str()))
                 .or_default()
                 .push((c.charge_start, c.charge_end));
         }
