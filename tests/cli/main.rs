@@ -437,3 +437,70 @@ fn config_defaults_print_every_threshold_and_bad_config_is_refused() {
     assert_eq!(bad.status.code(), Some(2));
     assert!(stderr(&bad).starts_with("error: gpuaudit.toml: "), "{}", stderr(&bad));
 }
+
+#[test]
+fn reconcile_a_clean_month_and_a_statement_that_disagrees() {
+    let dir = example_ledger();
+    let clean = gpuaudit(dir.path(), &["reconcile", "--month", "2024-05", "--strict"]);
+    assert_eq!(stdout(&clean), "reconcile 2024-05: no discrepancy\n");
+    assert_eq!(clean.status.code(), Some(0));
+    std::fs::create_dir_all(dir.path().join("examples/statements")).unwrap();
+    std::fs::copy(
+        root().join("examples/statements/2024-05.csv"),
+        dir.path().join("examples/statements/2024-05.csv"),
+    )
+    .unwrap();
+    let args =
+        ["reconcile", "--month", "2024-05", "--statement", "examples/statements/2024-05.csv"];
+    let table = gpuaudit(dir.path(), &args);
+    assert_eq!(table.status.code(), Some(0), "without --strict a discrepancy is not a failure");
+    assert!(
+        stdout(&table).ends_with(
+            "- R005 statement-total: the statement says 1584.73, the ledger holds 1583.13\n"
+        ),
+        "{}",
+        stdout(&table)
+    );
+    let csv = gpuaudit(dir.path(), &[&args[..], &["--format", "csv", "--strict"]].concat());
+    assert_eq!(csv.status.code(), Some(1));
+    assert_eq!(
+        stdout(&csv),
+        "code,check,platform,account,resource_id,period,expected,actual,difference,currency,location,detail\n\
+         R005,statement-total,autodl,,,2024-05,1584.73,1583.13,-1.60,CNY,examples/statements/2024-05.csv:3,\"the statement says 1584.73, the ledger holds 1583.13\"\n"
+    );
+    let json = stdout(&gpuaudit(dir.path(), &[&args[..], &["--format", "json"]].concat()));
+    let v: serde_json::Value = serde_json::from_str(&json).unwrap();
+    assert_eq!(v["discrepancies"][0]["difference"], "-1.60");
+    assert_eq!(v["discrepancies"][0]["measure"], "money");
+    let bad = gpuaudit(dir.path(), &["reconcile", "--month", "2024-05", "--check", "R042"]);
+    assert_eq!(bad.status.code(), Some(2));
+    let bad_statement = gpuaudit(
+        dir.path(),
+        &[
+            "reconcile",
+            "--month",
+            "2024-05",
+            "--statement",
+            "fixtures/statements/invalid/total_not_a_number.csv",
+        ],
+    );
+    assert_eq!(bad_statement.status.code(), Some(2));
+    assert_eq!(
+        stderr(&bad_statement),
+        "error: fixtures/statements/invalid/total_not_a_number.csv:2: column total: \"12.3.4\" is not an amount\n"
+    );
+}
+
+#[test]
+fn import_warns_about_a_footer_that_disagrees_but_imports_the_file() {
+    let dir = workdir();
+    let out = gpuaudit(dir.path(), &["import", "fixtures/aliyun/valid/r005_footer_mismatch.csv"]);
+    assert_eq!(out.status.code(), Some(0));
+    assert_eq!(
+        stderr(&out),
+        "warning: fixtures/aliyun/valid/r005_footer_mismatch.csv:11: the footer 合计 says 620.00, the rows add up to 621.63 CNY (difference 1.63)\n"
+    );
+    assert!(stdout(&out).contains(", 9 new,"), "{}", stdout(&out));
+    let found = gpuaudit(dir.path(), &["reconcile", "--month", "2024-05", "--format", "csv"]);
+    assert!(stdout(&found).contains("\nR005,statement-total,aliyun,,,2024-05,620.00,621.63,1.63,CNY,fixtures/aliyun/valid/r005_footer_mismatch.csv:11,"), "{}", stdout(&found));
+}

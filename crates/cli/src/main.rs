@@ -33,6 +33,8 @@ enum Command {
     Summary(cmd::summary::SummaryArgs),
     /// Find money that bought nothing in a month (rules W001–W006).
     Waste(cmd::waste::WasteArgs),
+    /// Check that the bills of a month add up (checks R001–R008).
+    Reconcile(cmd::reconcile::ReconcileArgs),
     /// Show the configuration in force, or every default.
     Config(cmd::config::ConfigArgs),
     /// List the bill formats gpuaudit reads.
@@ -56,6 +58,7 @@ fn main() -> ExitCode {
     let result = match cli.command {
         Command::Waste(args) => cmd::waste::run(&store, &config, args),
         Command::Config(args) => cmd::config::run(&config, args),
+        Command::Reconcile(args) => cmd::reconcile::run(&store, &config, args),
         Command::Import(args) => cmd::import::run(&store, args),
         Command::Ledger(args) => cmd::ledger::run(&store, args),
         Command::Summary(args) => cmd::summary::run(&store, args),

@@ -35,6 +35,12 @@ pub fn emit(text: &str) -> Result<(), gpuaudit_core::Error> {
     }
 }
 
+/// Writes one line of warning to stderr.
+#[allow(clippy::print_stderr)]
+pub fn warn(line: &str) {
+    eprintln!("{line}");
+}
+
 /// A text table with aligned columns.
 pub fn table(header: &[&str], align: &[Align], rows: &[Vec<String>]) -> String {
     let mut widths: Vec<usize> = header.iter().map(|h| h.chars().count()).collect();

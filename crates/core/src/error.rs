@@ -127,6 +127,14 @@ pub enum ErrorKind {
         /// How many rows were invalid in all.
         total: u64,
     },
+    /// Lines of an input that is not a bill (a statement file …) are malformed.
+    #[error("{}", list_errors(errors, *total))]
+    InvalidLines {
+        /// The first problems, in file order.
+        errors: Vec<RowError>,
+        /// How many there were in all.
+        total: u64,
+    },
     /// The ledger folder is not in a state gpuaudit understands.
     #[error("ledger {}: {message}", .path.display())]
     Ledger {
@@ -173,13 +181,18 @@ fn unknown_format_message(location: &Location, header: &[String], closest: &[Nea
 pub const MAX_LISTED_ROW_ERRORS: usize = 10;
 
 fn invalid_rows_message(errors: &[RowError], total: u64) -> String {
+    let mut text = list_errors(errors, total);
+    text.push_str("\nnothing was imported (use --skip-invalid to import the valid rows)");
+    text
+}
+
+fn list_errors(errors: &[RowError], total: u64) -> String {
     let mut lines: Vec<String> =
         errors.iter().take(MAX_LISTED_ROW_ERRORS).map(ToString::to_string).collect();
     let listed = lines.len() as u64;
     if total > listed {
         lines.push(format!("… and {} more invalid rows", total - listed));
     }
-    lines.push("nothing was imported (use --skip-invalid to import the valid rows)".into());
     lines.join("\n")
 }
 

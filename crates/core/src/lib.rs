@@ -5,6 +5,7 @@
 //! - [`ledger`] (feature `store`, on by default) keeps charges in a folder of Parquet files
 //!   with atomic batches and deduplication by [`ChargeId`].
 //! - [`report`] aggregates charges into summaries.
+//! - [`reconcile`] checks that bills add up (R001–R008).
 //! - [`waste`] finds money that bought nothing; [`config`] holds its thresholds and rate
 //!   cards (`gpuaudit.toml`).
 //!
@@ -28,6 +29,7 @@ pub mod import;
 #[cfg(feature = "store")]
 pub mod ledger;
 mod parse;
+pub mod reconcile;
 pub mod report;
 pub mod waste;
 

@@ -5,9 +5,10 @@ use std::process::ExitCode;
 
 use gpuaudit_core::import::find_profile;
 use gpuaudit_core::ledger::{ImportOptions, Store};
+use gpuaudit_core::reconcile::footers_of;
 use gpuaudit_core::report::money_text;
 
-use crate::render::{Align, emit, table};
+use crate::render::{Align, emit, table, warn};
 
 /// Arguments of `gpuaudit import`.
 #[derive(clap::Args)]
@@ -31,6 +32,22 @@ pub fn run(store: &Store, args: ImportArgs) -> Result<ExitCode, gpuaudit_core::E
     let profile = args.profile.as_deref().map(find_profile).transpose()?;
     let options = ImportOptions { profile, skip_invalid: args.skip_invalid, dry_run: args.dry_run };
     let outcome = store.import(&args.files, &options)?;
+    for f in &outcome.files {
+        let r = &f.report;
+        for footer in footers_of(&r.path, r.profile, &r.control_totals, &r.totals) {
+            if footer.expected != footer.actual {
+                warn(&format!(
+                    "warning: {}: the footer {} says {}, the rows add up to {} {} (difference {})",
+                    footer.location,
+                    footer.label,
+                    money_text(footer.expected),
+                    money_text(footer.actual),
+                    footer.currency,
+                    money_text(footer.actual - footer.expected)
+                ));
+            }
+        }
+    }
     let mut out = String::new();
     for f in &outcome.files {
         out.push_str(&format!(

@@ -4,6 +4,7 @@ pub mod config;
 pub mod formats;
 pub mod import;
 pub mod ledger;
+pub mod reconcile;
 pub mod summary;
 pub mod waste;
 

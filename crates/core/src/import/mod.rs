@@ -14,15 +14,17 @@ mod autodl;
 mod profile;
 mod source;
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::path::Path;
+
+use rust_decimal::Decimal;
 
 pub use aliyun::Aliyun;
 pub use autodl::AutoDl;
 pub use profile::{Column, PROFILES, Parsed, Profile, RowParser, profile_by_name};
 pub use source::{BillSource, ControlTotal, Encoding, HEADER_SEARCH_ROWS, Header, Next, Row};
 
-use crate::charge::{Charge, ChargeId};
+use crate::charge::{Charge, ChargeId, YearMonth};
 use crate::error::{ErrorKind, Result, RowError};
 
 /// Where the reader sends what it finds.
@@ -52,6 +54,10 @@ pub struct FileReport {
     pub rejected: u64,
     /// Footer control totals.
     pub control_totals: Vec<ControlTotal>,
+    /// What the file's spend rows add up to, per currency.
+    pub totals: BTreeMap<String, Decimal>,
+    /// Billing months of the file's charges.
+    pub months: BTreeSet<YearMonth>,
     /// SHA-256 of the file, hex.
     pub sha256: String,
     /// Size in bytes.
@@ -81,6 +87,14 @@ pub fn read_bill(
     let mut ids = IdAssigner::default();
     let mut charges = 0u64;
     let mut rejected = 0u64;
+    let mut totals: BTreeMap<String, Decimal> = BTreeMap::new();
+    let mut months: BTreeSet<YearMonth> = BTreeSet::new();
+    let mut tally = |c: &Charge| {
+        if c.is_spend() {
+            *totals.entry(c.currency.clone()).or_default() += c.billed_cost;
+        }
+        months.insert(c.billing_period);
+    };
     while let Some(next) = source.next_row()? {
         match next {
             Next::Bad(error, cells) => {
@@ -90,6 +104,7 @@ pub fn read_bill(
             Next::Row(row) => match parser.parse(&row) {
                 Ok(Some(parsed)) => {
                     charges += 1;
+                    tally(&parsed.charge);
                     sink.charge(ids.assign(parsed))?;
                 }
                 Ok(None) => {}
@@ -103,6 +118,7 @@ pub fn read_bill(
     }
     for parsed in parser.finish() {
         charges += 1;
+        tally(&parsed.charge);
         sink.charge(ids.assign(parsed))?;
     }
     let (sha256, size) = source.digest();
@@ -113,6 +129,8 @@ pub fn read_bill(
         charges,
         rejected,
         control_totals: source.control_totals().to_vec(),
+        totals,
+        months,
         sha256,
         size,
     })

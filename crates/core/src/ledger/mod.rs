@@ -102,6 +102,12 @@ pub struct SourceFile {
     pub rejected: u64,
     /// Footer control totals.
     pub control_totals: Vec<ControlTotal>,
+    /// What the file's spend rows add up to, per currency (all rows read, new or not).
+    #[serde(default)]
+    pub totals: BTreeMap<String, Decimal>,
+    /// Billing months of the file's rows.
+    #[serde(default)]
+    pub months: Vec<String>,
 }
 
 /// One Parquet part file.
@@ -322,6 +328,8 @@ impl Store {
                 duplicates,
                 rejected: report.rejected,
                 control_totals: report.control_totals.clone(),
+                totals: report.totals.clone(),
+                months: report.months.iter().map(ToString::to_string).collect(),
             });
             outcomes.push(FileOutcome { report, new, duplicates });
         }

@@ -1,0 +1,448 @@
+//! The reconciliation checks R001–R008, each a unit struct implementing [`Check`].
+
+use std::collections::BTreeMap;
+
+use chrono::Duration;
+use rust_decimal::Decimal;
+
+use super::{Check, Context, Discrepancy, Line, Measure, span_text};
+use crate::charge::{Category, Charge, Kind, Pricing};
+use crate::report::money_text;
+use crate::waste::platform_zone;
+
+fn line(c: &Charge) -> Line {
+    Line { file: c.origin.file.clone(), line: c.origin.line }
+}
+
+fn base(check: &dyn Check, c: &Charge, period: String) -> Discrepancy {
+    Discrepancy {
+        code: check.code(),
+        check: check.name(),
+        platform: c.platform.clone(),
+        account: c.account.clone(),
+        resource_id: c.resource_id.clone(),
+        period,
+        measure: Measure::Money(c.currency.clone()),
+        expected: Decimal::ZERO,
+        actual: Decimal::ZERO,
+        difference: Decimal::ZERO,
+        locations: vec![line(c)],
+        detail: String::new(),
+    }
+}
+
+fn hours(d: Duration) -> Decimal {
+    Decimal::from(d.num_seconds()) / Decimal::from(3600)
+}
+
+/// R001: unit price × quantity against the list cost (billed cost where there is none).
+pub struct Arithmetic;
+
+impl Check for Arithmetic {
+    fn code(&self) -> &'static str {
+        "R001"
+    }
+    fn name(&self) -> &'static str {
+        "arithmetic"
+    }
+    fn run(&self, ctx: &Context<'_>) -> Vec<Discrepancy> {
+        let mut out = Vec::new();
+        for c in ctx.in_month() {
+            let (Some(price), Some(quantity)) = (c.unit_price, c.quantity) else { continue };
+            let expected = price * quantity;
+            let actual = c.list_cost.unwrap_or(c.billed_cost).abs();
+            let digits = actual.normalize().scale().max(2);
+            let tolerance = (Decimal::new(5, digits + 1)).max(Decimal::new(1, 2));
+            let difference = actual - expected;
+            if difference.abs() <= tolerance {
+                continue;
+            }
+            let mut d = base(self, c, c.billing_period.to_string());
+            d.expected = expected;
+            d.actual = actual;
+            d.difference = difference;
+            d.detail = format!(
+                "{} × {} = {}, but the bill says {} ({})",
+                money_text(price),
+                quantity.normalize(),
+                money_text(expected),
+                money_text(actual),
+                c.origin.item
+            );
+            out.push(d);
+        }
+        out
+    }
+}
+
+/// R002: one resource charged twice for overlapping time for the same item.
+pub struct DoubleCharge;
+
+impl Check for DoubleCharge {
+    fn code(&self) -> &'static str {
+        "R002"
+    }
+    fn name(&self) -> &'static str {
+        "double-charge"
+    }
+    fn run(&self, ctx: &Context<'_>) -> Vec<Discrepancy> {
+        type Key<'a> = (&'a str, Option<&'a str>, &'a str, Category, &'a str, &'a str);
+        let mut groups: BTreeMap<Key<'_>, Vec<&Charge>> = BTreeMap::new();
+        for c in ctx.in_month() {
+            let charged = matches!(c.kind, Kind::Usage) && c.billed_cost > Decimal::ZERO;
+            if let (true, Some(r)) = (charged && c.charge_end > c.charge_start, &c.resource_id) {
+                let key = (
+                    c.platform.as_str(),
+                    c.account.as_deref(),
+                    r.as_str(),
+                    c.category,
+                    c.origin.item.as_str(),
+                    c.currency.as_str(),
+                );
+                groups.entry(key).or_default().push(c);
+            }
+        }
+        let mut out = Vec::new();
+        for mut rows in groups.into_values() {
+            rows.sort_by_key(|c| (c.charge_start, c.charge_end, c.origin.line));
+            let mut latest: Option<&Charge> = None;
+            for c in rows {
+                if let Some(prev) = latest.filter(|p| c.charge_start < p.charge_end) {
+                    let start = c.charge_start;
+                    let end = c.charge_end.min(prev.charge_end);
+                    let mut d = base(self, c, span_text(start, end));
+                    d.expected = prev.billed_cost;
+                    d.actual = prev.billed_cost + c.billed_cost;
+                    d.difference = c.billed_cost;
+                    d.locations = vec![line(prev), line(c)];
+                    d.detail = format!(
+                        "{} is charged twice for {} h of the same time ({})",
+                        c.resource_id.as_deref().unwrap_or_default(),
+                        hours(end - start).normalize(),
+                        c.origin.item
+                    );
+                    out.push(d);
+                }
+                if latest.is_none_or(|p| c.charge_end > p.charge_end) {
+                    latest = Some(c);
+                }
+            }
+        }
+        out
+    }
+}
+
+/// R003: a continuously billed resource with time missing between its first and last charge.
+pub struct CoverageGap;
+
+impl Check for CoverageGap {
+    fn code(&self) -> &'static str {
+        "R003"
+    }
+    fn name(&self) -> &'static str {
+        "coverage-gap"
+    }
+    fn run(&self, ctx: &Context<'_>) -> Vec<Discrepancy> {
+        let continuous =
+            [Category::SystemDisk, Category::DataDisk, Category::PublicIp, Category::Snapshot];
+        let mut groups: BTreeMap<(&str, &str, Category), Vec<&Charge>> = BTreeMap::new();
+        for c in ctx.in_month() {
+            if let (true, Some(r)) = (
+                continuous.contains(&c.category)
+                    && c.kind == Kind::Usage
+                    && c.charge_end > c.charge_start,
+                &c.resource_id,
+            ) {
+                groups.entry((c.platform.as_str(), r.as_str(), c.category)).or_default().push(c);
+            }
+        }
+        let mut out = Vec::new();
+        for rows in groups.into_values() {
+            let mut durations: Vec<Duration> =
+                rows.iter().map(|c| c.charge_end - c.charge_start).collect();
+            durations.sort();
+            let usual = durations[durations.len() / 2];
+            let mut sorted = rows.clone();
+            sorted.sort_by_key(|c| c.charge_start);
+            let mut covered_to = sorted[0].charge_end;
+            let mut before = sorted[0];
+            for c in sorted.into_iter().skip(1) {
+                let gap = c.charge_start - covered_to;
+                if gap >= usual {
+                    let mut d = base(self, c, span_text(covered_to, c.charge_start));
+                    let span = c.charge_end - before.charge_start;
+                    d.measure = Measure::Hours;
+                    d.expected = hours(span);
+                    d.actual = hours(span - gap);
+                    d.difference = -hours(gap);
+                    d.locations = vec![line(before), line(c)];
+                    d.detail = format!(
+                        "{} has no charge for {} h between two of its charges: the export may be incomplete",
+                        c.resource_id.as_deref().unwrap_or_default(),
+                        hours(gap).normalize()
+                    );
+                    out.push(d);
+                }
+                if c.charge_end > covered_to {
+                    covered_to = c.charge_end;
+                    before = c;
+                }
+            }
+        }
+        out
+    }
+}
+
+/// R004: running balances that do not chain (previous − expense + income ≠ balance).
+pub struct BalanceChain;
+
+impl Check for BalanceChain {
+    fn code(&self) -> &'static str {
+        "R004"
+    }
+    fn name(&self) -> &'static str {
+        "balance-chain"
+    }
+    fn run(&self, ctx: &Context<'_>) -> Vec<Discrepancy> {
+        let mut files: BTreeMap<(&str, Option<&str>, &str), Vec<&Charge>> = BTreeMap::new();
+        for c in ctx.charges.iter().filter(|c| c.balance_after.is_some()) {
+            files
+                .entry((c.platform.as_str(), c.account.as_deref(), c.origin.file.as_str()))
+                .or_default()
+                .push(c);
+        }
+        let mut out = Vec::new();
+        for mut rows in files.into_values() {
+            rows.sort_by_key(|c| c.origin.line);
+            let (first, last) = (rows[0], rows[rows.len() - 1]);
+            if first.charge_end > last.charge_end {
+                rows.reverse(); // a newest-first export
+            }
+            let mut balance: Option<Decimal> = None;
+            for c in rows {
+                let stated = c.balance_after.unwrap_or_default();
+                if let Some(previous) = balance {
+                    let expected = previous - c.billed_cost;
+                    if expected != stated && c.billing_period == ctx.month {
+                        let mut d = base(self, c, c.billing_period.to_string());
+                        d.expected = expected;
+                        d.actual = stated;
+                        d.difference = stated - expected;
+                        d.detail = format!(
+                            "balance {} after {} {} should be {}",
+                            money_text(stated),
+                            if c.billed_cost.is_sign_negative() { "income" } else { "expense" },
+                            money_text(c.billed_cost.abs()),
+                            money_text(expected)
+                        );
+                        out.push(d);
+                    }
+                }
+                balance = Some(stated);
+            }
+        }
+        out
+    }
+}
+
+/// R005: the ledger's sum against control totals (footers, statement files).
+pub struct StatementTotal;
+
+impl Check for StatementTotal {
+    fn code(&self) -> &'static str {
+        "R005"
+    }
+    fn name(&self) -> &'static str {
+        "statement-total"
+    }
+    fn run(&self, ctx: &Context<'_>) -> Vec<Discrepancy> {
+        let mut out = Vec::new();
+        for f in &ctx.input.footers {
+            if f.expected != f.actual {
+                out.push(Discrepancy {
+                    code: self.code(),
+                    check: self.name(),
+                    platform: f.platform.clone(),
+                    account: None,
+                    resource_id: None,
+                    period: ctx.month.to_string(),
+                    measure: Measure::Money(f.currency.clone()),
+                    expected: f.expected,
+                    actual: f.actual,
+                    difference: f.actual - f.expected,
+                    locations: vec![f.location.clone()],
+                    detail: format!(
+                        "the footer {} says {}, the file's rows add up to {}",
+                        f.label,
+                        money_text(f.expected),
+                        money_text(f.actual)
+                    ),
+                });
+            }
+        }
+        for s in ctx.input.statements.iter().filter(|s| s.month == ctx.month) {
+            let actual: Decimal = ctx
+                .in_month()
+                .filter(|c| {
+                    c.is_spend()
+                        && c.platform == s.platform
+                        && c.currency == s.currency
+                        && s.account.as_ref().is_none_or(|a| c.account.as_ref() == Some(a))
+                })
+                .map(|c| c.billed_cost)
+                .sum();
+            if actual != s.total {
+                out.push(Discrepancy {
+                    code: self.code(),
+                    check: self.name(),
+                    platform: s.platform.clone(),
+                    account: s.account.clone(),
+                    resource_id: None,
+                    period: s.month.to_string(),
+                    measure: Measure::Money(s.currency.clone()),
+                    expected: s.total,
+                    actual,
+                    difference: actual - s.total,
+                    locations: vec![s.location.clone()],
+                    detail: format!(
+                        "the statement says {}, the ledger holds {}",
+                        money_text(s.total),
+                        money_text(actual)
+                    ),
+                });
+            }
+        }
+        out
+    }
+}
+
+/// R006: unit prices above the contracted price of the rate card.
+pub struct RateCardCheck;
+
+impl Check for RateCardCheck {
+    fn code(&self) -> &'static str {
+        "R006"
+    }
+    fn name(&self) -> &'static str {
+        "rate-card"
+    }
+    fn run(&self, ctx: &Context<'_>) -> Vec<Discrepancy> {
+        let config = &ctx.input.config;
+        let mut out = Vec::new();
+        for c in ctx.in_month() {
+            if c.category != Category::Compute
+                || c.pricing != Pricing::OnDemand
+                || c.kind != Kind::Usage
+            {
+                continue;
+            }
+            let model = c.gpu_model.as_deref().or_else(|| {
+                c.instance_id.as_deref().and_then(|i| config.gpu_model_of(&c.platform, i))
+            });
+            let Some(model) = model else { continue };
+            let Some(contracted) = config
+                .rates
+                .iter()
+                .find(|r| r.platform == c.platform && r.gpu_model == model)
+                .and_then(|r| r.on_demand_hourly)
+            else {
+                continue;
+            };
+            let hour_long = c.charge_end - c.charge_start == Duration::hours(1);
+            let Some(price) = c.unit_price.or(hour_long.then_some(c.billed_cost)) else { continue };
+            if price > contracted {
+                let mut d = base(self, c, c.billing_period.to_string());
+                d.expected = contracted;
+                d.actual = price;
+                d.difference = price - contracted;
+                d.detail = format!(
+                    "{model} billed at {} per hour, the rate card says {}",
+                    money_text(price),
+                    money_text(contracted)
+                );
+                out.push(d);
+            }
+        }
+        out
+    }
+}
+
+/// R007: more than one currency inside one platform, account and month.
+pub struct MixedCurrency;
+
+impl Check for MixedCurrency {
+    fn code(&self) -> &'static str {
+        "R007"
+    }
+    fn name(&self) -> &'static str {
+        "mixed-currency"
+    }
+    fn run(&self, ctx: &Context<'_>) -> Vec<Discrepancy> {
+        /// Per currency: its sum and its first charge.
+        type Currencies<'a> = BTreeMap<&'a str, (Decimal, &'a Charge)>;
+        let mut groups: BTreeMap<(&str, Option<&str>), Currencies<'_>> = BTreeMap::new();
+        for c in ctx.in_month() {
+            let currencies = groups.entry((c.platform.as_str(), c.account.as_deref())).or_default();
+            currencies.entry(c.currency.as_str()).or_insert((Decimal::ZERO, c)).0 += c.billed_cost;
+        }
+        let mut out = Vec::new();
+        for currencies in groups.into_values().filter(|g| g.len() > 1) {
+            let first = currencies.values().next().map(|v| v.1);
+            let Some(first) = first else { continue };
+            let mut d = base(self, first, ctx.month.to_string());
+            d.resource_id = None;
+            d.measure = Measure::Count;
+            d.expected = Decimal::ONE;
+            d.actual = Decimal::from(currencies.len());
+            d.difference = d.actual - d.expected;
+            d.locations = currencies.values().map(|v| line(v.1)).collect();
+            let parts: Vec<String> = currencies
+                .iter()
+                .map(|(cur, (sum, _))| format!("{} {cur}", money_text(*sum)))
+                .collect();
+            d.detail = format!("one account bills in {}", parts.join(" and "));
+            out.push(d);
+        }
+        out
+    }
+}
+
+/// R008: a charge whose time lies wholly outside its billing period.
+pub struct PeriodMismatch;
+
+impl Check for PeriodMismatch {
+    fn code(&self) -> &'static str {
+        "R008"
+    }
+    fn name(&self) -> &'static str {
+        "period-mismatch"
+    }
+    fn run(&self, ctx: &Context<'_>) -> Vec<Discrepancy> {
+        let mut out = Vec::new();
+        for c in ctx.in_month() {
+            let tz = platform_zone(&c.platform);
+            let (start, end) = (c.billing_period.start(tz), c.billing_period.next().start(tz));
+            let before =
+                c.charge_end < start || (c.charge_end == start && c.charge_end > c.charge_start);
+            let outside = if before {
+                start - c.charge_end
+            } else if c.charge_start >= end {
+                c.charge_start - end
+            } else {
+                continue;
+            };
+            let mut d = base(self, c, c.billing_period.to_string());
+            d.measure = Measure::Days;
+            d.expected = Decimal::ZERO;
+            d.actual = hours(outside) / Decimal::from(24);
+            d.difference = d.actual;
+            d.detail = format!(
+                "billed in {} for {}: a late charge or a correction",
+                c.billing_period,
+                span_text(c.charge_start, c.charge_end)
+            );
+            out.push(d);
+        }
+        out
+    }
+}
