@@ -14,3 +14,23 @@ use gpuaudit_core::{Error, ErrorKind};
 pub fn usage(message: impl Into<String>) -> Error {
     ErrorKind::Usage(message.into()).into()
 }
+
+/// The registry entries named by `codes` (all of `all` when none is named); an unknown code
+/// is a usage error naming `what` and the valid range.
+pub fn select<T: ?Sized>(
+    codes: &[String],
+    all: &[&'static T],
+    find: fn(&str) -> Option<&'static T>,
+    what: &str,
+    range: &str,
+) -> Result<Vec<&'static T>, Error> {
+    if codes.is_empty() {
+        return Ok(all.to_vec());
+    }
+    codes
+        .iter()
+        .map(|code| {
+            find(code.trim()).ok_or_else(|| usage(format!("unknown {what} {code:?} ({range})")))
+        })
+        .collect()
+}

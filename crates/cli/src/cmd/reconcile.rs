@@ -15,12 +15,12 @@ use gpuaudit_core::YearMonth;
 use gpuaudit_core::config::Config;
 use gpuaudit_core::ledger::{LoadFilter, Store};
 use gpuaudit_core::reconcile::{
-    self, Check, Discrepancy, Measure, ReconcileInput, footers_of, read_statement,
+    self, Discrepancy, Measure, ReconcileInput, footers_of, read_statement,
 };
 use gpuaudit_core::report::money_text;
 use rust_decimal::Decimal;
 
-use crate::cmd::usage;
+use crate::cmd::{select, usage};
 use crate::render::{Align, Format, csv, emit, markdown, table};
 
 /// Arguments of `gpuaudit reconcile`.
@@ -66,17 +66,13 @@ pub fn run(
     args: ReconcileArgs,
 ) -> Result<ExitCode, gpuaudit_core::Error> {
     let month: YearMonth = args.month.parse().map_err(usage)?;
-    let checks: Vec<&'static dyn Check> = if args.checks.is_empty() {
-        reconcile::CHECKS.to_vec()
-    } else {
-        args.checks
-            .iter()
-            .map(|code| {
-                reconcile::check_by_code(code.trim())
-                    .ok_or_else(|| usage(format!("unknown check {code:?} (checks: R001 to R008)")))
-            })
-            .collect::<Result<_, _>>()?
-    };
+    let checks = select(
+        &args.checks,
+        reconcile::CHECKS,
+        reconcile::check_by_code,
+        "check",
+        "checks: R001 to R008",
+    )?;
     let mut input = ReconcileInput { config: config.clone(), ..Default::default() };
     for path in &args.statement {
         input.statements.extend(read_statement(path)?);

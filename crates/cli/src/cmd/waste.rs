@@ -17,7 +17,7 @@ use gpuaudit_core::waste::{self, Finding, Rule, platform_zone};
 use gpuaudit_core::{YearMonth, parse_amount};
 use rust_decimal::{Decimal, RoundingStrategy};
 
-use crate::cmd::usage;
+use crate::cmd::{select, usage};
 use crate::render::{Align, Format, csv, emit, markdown, table};
 
 /// Arguments of `gpuaudit waste`.
@@ -83,17 +83,8 @@ pub fn run(
         config.waste.min_amount = decimal_arg("--min-amount", min)?;
     }
     let fail_over = args.fail_over.as_deref().map(|x| decimal_arg("--fail-over", x)).transpose()?;
-    let rules: Vec<&'static dyn Rule> = if args.rules.is_empty() {
-        waste::RULES.to_vec()
-    } else {
-        args.rules
-            .iter()
-            .map(|code| {
-                waste::rule_by_code(code.trim())
-                    .ok_or_else(|| usage(format!("unknown rule {code:?} (rules: W001 to W006)")))
-            })
-            .collect::<Result<_, _>>()?
-    };
+    let rules =
+        select(&args.rules, waste::RULES, waste::rule_by_code, "rule", "rules: W001 to W006")?;
     let charges = store.load(&LoadFilter { months: months_to_load(month, &config) })?;
     let findings = waste::audit_with(&rules, &charges, month, &config);
     let totals = waste::totals(&findings);
