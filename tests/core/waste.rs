@@ -117,6 +117,27 @@ impl Book {
         }
     }
 
+    /// Compute of `instance` covering `[from, to)`: hourly rows (AutoDL) or daily rows
+    /// (Alibaba); the last row is cut at `to`.
+    fn covering(&mut self, instance: &str, from: DateTime<Utc>, to: DateTime<Utc>) {
+        let step = if self.platform == "autodl" { Duration::hours(1) } else { Duration::days(1) };
+        let mut t = from;
+        while t < to {
+            let end = (t + step).min(to);
+            self.add(
+                Category::Compute,
+                Some(instance),
+                Some(instance),
+                t,
+                end,
+                dec!(2.00),
+                Kind::Usage,
+                Pricing::OnDemand,
+            );
+            t = end;
+        }
+    }
+
     /// A resource billed per local day on `days` of `month`.
     fn daily(
         &mut self,
@@ -193,19 +214,24 @@ fn w001_a_stop_for_one_night_is_not_waste() {
 
 #[test]
 fn w001_boundary_off_exactly_the_grace_is_forgiven_one_day_more_is_not() {
-    for extra_days in [0u32, 1] {
-        let mut book = Book::aliyun();
-        book.runs("ins-a", 5, 1..=10, dec!(2.00)); // off from May 11 00:00
-        book.runs("ins-a", 5, (14 + extra_days)..=31, dec!(2.00)); // back after 72 h (+1 day)
-        book.daily(Category::SystemDisk, Some("ins-a"), "ins-a", 5, 1..=31, dec!(12.50));
-        let w =
-            only(&book.audit(&Config::default()), "W001").into_iter().cloned().collect::<Vec<_>>();
-        if extra_days == 0 {
-            assert!(w.is_empty(), "{w:?}");
-        } else {
-            assert_eq!(w.len(), 1);
-            assert_eq!(w[0].amount, dec!(12.50));
-            assert_eq!((w[0].period_start, w[0].period_end), (at(5, 14, 0), at(5, 15, 0)));
+    for extra_days in [0i64, 1] {
+        for mut book in both() {
+            // off from May 10 22:00 (AutoDL's last hourly row) or May 11 00:00 (Alibaba's day)
+            let off = if book.platform == "autodl" { at(5, 10, 22) } else { at(5, 11, 0) };
+            let back = off + Duration::hours(72) + Duration::days(extra_days);
+            book.covering("ins-a", at(5, 1, 0), off);
+            book.covering("ins-a", back, at(6, 1, 0));
+            book.daily(Category::SystemDisk, Some("ins-a"), "ins-a", 5, 1..=31, dec!(12.50));
+            let w: Vec<Finding> =
+                only(&book.audit(&Config::default()), "W001").into_iter().cloned().collect();
+            if extra_days == 0 {
+                assert!(w.is_empty(), "{}: {w:?}", book.platform);
+            } else {
+                assert_eq!(w.len(), 1, "{}", book.platform);
+                assert_eq!(w[0].amount.round_dp(20), dec!(12.50), "{}", book.platform);
+                let grace_end = off + Duration::hours(72);
+                assert_eq!((w[0].period_start, w[0].period_end), (grace_end, back));
+            }
         }
     }
 }
@@ -251,10 +277,24 @@ fn w002_control_and_boundary_a_stop_of_at_most_24_hours() {
         book.daily(Category::PublicIp, Some("ins-a"), "eip-a", 5, 1..=31, dec!(1.51));
         assert!(only(&book.audit(&Config::default()), "W002").is_empty(), "{}", book.platform);
     }
-    let mut book = Book::aliyun();
-    book.runs("ins-a", 5, (1..=31).filter(|d| *d != 10), dec!(2.00)); // off exactly 24 h
-    book.daily(Category::PublicIp, Some("ins-a"), "eip-a", 5, 1..=31, dec!(1.51));
-    assert!(only(&book.audit(&Config::default()), "W002").is_empty());
+    for (extra_hours, fires) in [(0i64, false), (1, true)] {
+        for mut book in both() {
+            let off = at(5, 10, 0);
+            book.covering("ins-a", at(5, 1, 0), off);
+            book.covering("ins-a", off + Duration::hours(24 + extra_hours), at(6, 1, 0));
+            book.daily(Category::PublicIp, Some("ins-a"), "eip-a", 5, 1..=31, dec!(24.00));
+            let w = only(&book.audit(&Config::default()), "W002")
+                .into_iter()
+                .map(|f| f.amount)
+                .collect::<Vec<_>>();
+            assert_eq!(
+                w,
+                if fires { vec![dec!(1.00)] } else { vec![] },
+                "{} +{extra_hours} h",
+                book.platform
+            );
+        }
+    }
 }
 
 // ---- W003 unattached-storage ------------------------------------------------------------
@@ -290,21 +330,23 @@ fn w003_control_a_disk_of_an_instance_that_runs_daily() {
 fn w003_boundary_the_look_back_window() {
     // compute ending exactly 30 days before May 1 is outside the window; an hour later is in
     for (last_end, released) in [(at(4, 1, 0), true), (at(4, 1, 1), false)] {
-        let mut book = Book::aliyun();
-        book.add(
-            Category::Compute,
-            Some("ins-a"),
-            Some("ins-a"),
-            last_end - Duration::days(1),
-            last_end,
-            dec!(48),
-            Kind::Usage,
-            Pricing::OnDemand,
-        );
-        book.daily(Category::DataDisk, Some("ins-a"), "disk-a", 5, 1..=31, dec!(1.00));
-        let findings = book.audit(&Config::default());
-        assert_eq!(!only(&findings, "W003").is_empty(), released, "{findings:?}");
-        assert_eq!(!only(&findings, "W001").is_empty(), !released, "{findings:?}");
+        for mut book in both() {
+            book.covering("ins-a", at(3, 29, 0), last_end);
+            book.daily(Category::DataDisk, Some("ins-a"), "disk-a", 5, 1..=31, dec!(1.00));
+            let findings = book.audit(&Config::default());
+            assert_eq!(
+                !only(&findings, "W003").is_empty(),
+                released,
+                "{}: {findings:?}",
+                book.platform
+            );
+            assert_eq!(
+                !only(&findings, "W001").is_empty(),
+                !released,
+                "{}: {findings:?}",
+                book.platform
+            );
+        }
     }
 }
 
@@ -344,13 +386,19 @@ fn w004_control_a_snapshot_of_a_running_instance() {
 
 #[test]
 fn w004_boundary_a_snapshot_turns_stale_on_its_30th_day() {
-    let mut book = Book::aliyun();
-    book.daily(Category::Snapshot, None, "snap-a", 4, 2..=30, dec!(0.80)); // first seen April 2
-    book.daily(Category::Snapshot, None, "snap-a", 5, 1..=31, dec!(0.80));
-    let findings = book.audit(&Config::default());
-    let w = only(&findings, "W004");
-    assert_eq!(w[0].amount, dec!(24.00), "May 1 is day 29, May 2 onwards is stale");
-    assert_eq!(w[0].period_start, at(5, 2, 0));
+    for mut book in both() {
+        book.daily(Category::Snapshot, None, "snap-a", 4, 2..=30, dec!(0.80)); // first seen April 2
+        book.daily(Category::Snapshot, None, "snap-a", 5, 1..=31, dec!(0.80));
+        let findings = book.audit(&Config::default());
+        let w = only(&findings, "W004");
+        assert_eq!(
+            w[0].amount,
+            dec!(24.00),
+            "{}: May 1 is day 29, May 2 onwards is stale",
+            book.platform
+        );
+        assert_eq!(w[0].period_start, at(5, 2, 0));
+    }
 }
 
 // ---- W005 on-demand-over-subscription ---------------------------------------------------
