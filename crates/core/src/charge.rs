@@ -116,6 +116,27 @@ string_enum! {
     }
 }
 
+/// Unclassified charges are `other`.
+impl Default for Category {
+    fn default() -> Self {
+        Category::Other
+    }
+}
+
+/// A charge is `usage` unless a rule says otherwise.
+impl Default for Kind {
+    fn default() -> Self {
+        Kind::Usage
+    }
+}
+
+/// Pricing is `unknown` unless the bill says.
+impl Default for Pricing {
+    fn default() -> Self {
+        Pricing::Unknown
+    }
+}
+
 /// A billing month (账期), such as `2024-05`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct YearMonth {

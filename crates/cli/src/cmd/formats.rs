@@ -2,7 +2,7 @@
 
 use std::process::ExitCode;
 
-use gpuaudit_core::import::PROFILES;
+use gpuaudit_core::import::profiles;
 
 use crate::render::{Align, emit, table};
 
@@ -12,7 +12,7 @@ pub struct FormatsArgs {}
 
 /// Lists the built-in profiles with the columns that identify each.
 pub fn run(_args: FormatsArgs) -> Result<ExitCode, gpuaudit_core::Error> {
-    let rows: Vec<Vec<String>> = PROFILES
+    let rows: Vec<Vec<String>> = profiles()
         .iter()
         .map(|p| {
             let required: Vec<&str> =

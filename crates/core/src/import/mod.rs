@@ -9,19 +9,16 @@
 //! of identical rows per content hash (for identity) and, for AutoDL, its compute rows (the
 //! coverage rule needs the whole file; AutoDL logs are small).
 
-mod aliyun;
-mod autodl;
 mod profile;
 mod source;
+pub mod spec;
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::path::Path;
 
 use rust_decimal::Decimal;
 
-pub use aliyun::Aliyun;
-pub use autodl::AutoDl;
-pub use profile::{Column, PROFILES, Parsed, Profile, RowParser, profile_by_name};
+pub use profile::{Column, Parsed, Profile, RowParser, profile_by_name, profiles};
 pub use source::{BillSource, ControlTotal, Encoding, HEADER_SEARCH_ROWS, Header, Next, Row};
 
 use crate::charge::{Charge, ChargeId, YearMonth};
@@ -67,7 +64,7 @@ pub struct FileReport {
 /// Resolves `--profile NAME` against the built-in registry.
 pub fn find_profile(name: &str) -> Result<&'static dyn Profile> {
     profile_by_name(name).ok_or_else(|| {
-        let known: Vec<&str> = PROFILES.iter().map(|p| p.name()).collect();
+        let known: Vec<&str> = profiles().iter().map(|p| p.name()).collect();
         ErrorKind::UnknownProfile { name: name.to_owned(), known: known.join(", ") }.into()
     })
 }
@@ -80,7 +77,18 @@ pub fn read_bill(
     profile: Option<&'static dyn Profile>,
     sink: &mut dyn Sink,
 ) -> Result<FileReport> {
-    let mut source = BillSource::open(path, profile, PROFILES)?;
+    read_bill_among(path, profile, &[], sink)
+}
+
+/// [`read_bill`], detecting the profile among `candidates` (the built-in profiles when empty).
+pub fn read_bill_among(
+    path: &Path,
+    profile: Option<&'static dyn Profile>,
+    candidates: &[&'static dyn Profile],
+    sink: &mut dyn Sink,
+) -> Result<FileReport> {
+    let candidates = if candidates.is_empty() { profiles() } else { candidates };
+    let mut source = BillSource::open(path, profile, candidates)?;
     let profile = source.profile();
     sink.begin_file(path, &source.header().names)?;
     let mut parser = profile.parser();
@@ -164,9 +172,9 @@ pub fn parse_bill(path: &Path, profile: Option<&'static dyn Profile>) -> Result<
 }
 
 #[derive(Default)]
-struct Collect {
-    charges: Vec<Charge>,
-    errors: Vec<RowError>,
+pub(crate) struct Collect {
+    pub(crate) charges: Vec<Charge>,
+    pub(crate) errors: Vec<RowError>,
 }
 
 impl Sink for Collect {

@@ -6,7 +6,7 @@
 
 use chrono_tz::Tz;
 
-use crate::charge::{Category, Charge};
+use crate::charge::Charge;
 use crate::error::RowError;
 use crate::import::source::Row;
 
@@ -56,7 +56,11 @@ pub trait Profile: Sync {
     /// The zone naive times are in, and where days and months are cut.
     fn zone(&self) -> Tz;
     /// A parser for one file.
-    fn parser(&self) -> Box<dyn RowParser>;
+    fn parser(&self) -> Box<dyn RowParser + '_>;
+    /// The profile as data, when it is defined by a profile file.
+    fn as_spec(&self) -> Option<&crate::import::spec::SpecProfile> {
+        None
+    }
 }
 
 impl std::fmt::Debug for dyn Profile {
@@ -65,26 +69,14 @@ impl std::fmt::Debug for dyn Profile {
     }
 }
 
-/// Every built-in profile, in detection order.
-pub static PROFILES: &[&dyn Profile] =
-    &[&crate::import::autodl::AutoDl, &crate::import::aliyun::Aliyun];
+/// Every built-in profile, in detection order (compiled from `crates/core/profiles/*.toml`).
+pub fn profiles() -> &'static [&'static dyn Profile] {
+    crate::import::spec::builtin()
+}
 
 /// The built-in profile called `name`.
 pub fn profile_by_name(name: &str) -> Option<&'static dyn Profile> {
-    PROFILES.iter().copied().find(|p| p.name() == name)
-}
-
-/// Classifies `text` by the first keyword of `table` it contains, ASCII case ignored. The
-/// table's keywords are written in lower case.
-pub(crate) fn classify(text: &str, table: &[(&str, Category)]) -> Option<Category> {
-    let lower;
-    let text = if text.bytes().any(|b| b.is_ascii_uppercase()) {
-        lower = text.to_ascii_lowercase();
-        lower.as_str()
-    } else {
-        text
-    };
-    table.iter().find(|(word, _)| text.contains(word)).map(|(_, c)| *c)
+    profiles().iter().copied().find(|p| p.name() == name)
 }
 
 #[cfg(test)]
@@ -93,18 +85,10 @@ mod tests {
 
     #[test]
     fn profile_names_are_unique_and_found_by_name() {
-        for p in PROFILES {
+        for p in profiles() {
             assert_eq!(profile_by_name(p.name()).map(|q| q.name()), Some(p.name()));
             assert!(p.columns().iter().any(|c| c.required), "{} has a required column", p.name());
         }
         assert!(profile_by_name("nope").is_none());
-    }
-
-    #[test]
-    fn classify_takes_the_first_matching_keyword() {
-        let table = [("流量", Category::Traffic), ("公网", Category::PublicIp)];
-        assert_eq!(classify("公网流量", &table), Some(Category::Traffic));
-        assert_eq!(classify("公网带宽", &table), Some(Category::PublicIp));
-        assert_eq!(classify("CPU", &table), None);
     }
 }

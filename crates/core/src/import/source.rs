@@ -197,11 +197,6 @@ impl<'a> Row<'a> {
         })
     }
 
-    /// Column `col` as required text.
-    pub(crate) fn required_text(&self, col: usize) -> Result<Cow<'a, str>, RowError> {
-        self.text(col)?.ok_or_else(|| self.error(col, "is empty"))
-    }
-
     /// Column `col` as an amount; `None` for an empty/`-`/`NULL` cell.
     pub(crate) fn amount(&self, col: usize) -> Result<Option<Decimal>, RowError> {
         match self.text(col)? {

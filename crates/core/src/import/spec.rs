@@ -1,0 +1,817 @@
+//! Profiles as data: a TOML file describes a bill format, and one engine reads every format.
+//!
+//! The built-in profiles are TOML files compiled into the binary (`crates/core/profiles/`);
+//! `gpuaudit formats --show NAME` prints one, and a user passes their own with
+//! `--profile FILE` or drops it in a `profiles/` folder. The format, field by field, is
+//! documented in the built-in files' comments and in the README.
+//!
+//! How a row becomes a charge, in order:
+//! 1. `billed_cost` (required) and the other money columns are parsed; `[sign]` turns a
+//!    direction column (支出/收入) into signs: expense positive, income negative.
+//! 2. `[kind]`, then `[category]`, then `[pricing]`: the first rule whose conditions hold
+//!    gives the value. A rule's `words` are looked for (ASCII case ignored) in its `columns`;
+//!    with `by_column`, the columns are tried one at a time, in order, and the first column a
+//!    rule matches decides. `[sign] negative_kinds` makes those kinds negative.
+//! 3. `[[instance]]`: the first capture group of the first regex that matches its column.
+//!    `[[resource]]`: a column, or a template such as `{instance}/data_disk`, by category.
+//! 4. `[times]`: start is the first non-empty of its columns, end likewise (else the start);
+//!    `[[times.rules]]` can make a row cover the local day of its posting time, or the time
+//!    since the previous row of its instance (at most `max_hours`) — those rows are kept until
+//!    the file is read.
+//! 5. `[period]`: a billing-period column, or the local month of the posting time (`from =
+//!    "posted"`), else of the start.
+//!
+//! Profiles live as long as the program: a loaded profile is leaked on purpose (a few KB),
+//! which lets every profile, built-in or not, be a `&'static dyn Profile`.
+
+use std::borrow::Cow;
+use std::collections::HashMap;
+use std::path::Path;
+use std::sync::OnceLock;
+
+use chrono::{DateTime, Duration, Utc};
+use chrono_tz::Tz;
+use serde::{Deserialize, Serialize};
+
+use crate::charge::{Category, Charge, ChargeId, Kind, Origin, Pricing, YearMonth, local_midnight};
+use crate::error::{ErrorKind, Result, RowError};
+use crate::import::profile::{Column, Parsed, Profile, RowParser};
+use crate::import::source::Row;
+
+/// A bill format, as written in a profile file.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ProfileSpec {
+    /// Short stable name: the ledger's `platform`.
+    pub name: String,
+    /// One line saying what the format is.
+    pub description: String,
+    /// Currency when the bill has no currency column.
+    #[serde(default = "default_currency")]
+    pub currency: String,
+    /// IANA zone of naive times, where days and months are cut.
+    pub zone: String,
+    /// The column whose value identifies a row, when the format has one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub native_id: Option<String>,
+    /// Columns giving the bill's words for the item (first non-empty).
+    #[serde(default)]
+    pub item: Vec<String>,
+    /// The columns, each with its header aliases.
+    pub columns: Vec<ColumnSpec>,
+    /// Sign rules.
+    #[serde(default)]
+    pub sign: SignSpec,
+    /// Where the billing period comes from.
+    #[serde(default)]
+    pub period: PeriodSpec,
+    /// Where the charge's time comes from.
+    pub times: TimesSpec,
+    /// Kind rules.
+    #[serde(default)]
+    pub kind: Classifier<Kind>,
+    /// Category rules.
+    #[serde(default)]
+    pub category: Classifier<Category>,
+    /// Pricing rules.
+    #[serde(default)]
+    pub pricing: Classifier<Pricing>,
+    /// Where the instance id comes from.
+    #[serde(default)]
+    pub instance: Vec<Extract>,
+    /// Where the resource id comes from.
+    #[serde(default)]
+    pub resource: Vec<ResourceRule>,
+    /// GPU models by the prefix of a column (compute rows only).
+    #[serde(default)]
+    pub gpu_models: Vec<GpuModel>,
+}
+
+fn default_currency() -> String {
+    "CNY".into()
+}
+
+/// One column of the bill.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ColumnSpec {
+    /// A ledger field (`posted`, `charge_start`, `charge_end`, `billing_period`, `account`,
+    /// `resource_id`, `resource_name`, `region`, `quantity`, `unit`, `unit_price`, `list_cost`,
+    /// `billed_cost`, `currency`, `balance_after`, `gpu_count`) or a name the rules use.
+    pub key: String,
+    /// Header names, trimmed, ASCII case ignored; the first is shown in errors.
+    pub aliases: Vec<String>,
+    /// Whether a file without it is not of this format.
+    #[serde(default)]
+    pub required: bool,
+}
+
+/// How amounts get their sign.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SignSpec {
+    /// A column saying expense or income; then expense is positive, income negative.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub direction: Option<String>,
+    /// Words of that column meaning expense.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub expense: Vec<String>,
+    /// Words of that column meaning income.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub income: Vec<String>,
+    /// Kinds whose amounts are negative whatever the bill prints (refunds).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub negative_kinds: Vec<Kind>,
+}
+
+/// Where the billing period comes from.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PeriodSpec {
+    /// A column holding `YYYY-MM` or `YYYYMM`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub column: Option<String>,
+    /// Else `posted` (the local month of the posting time) or `start` (the default).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub from: Option<String>,
+}
+
+/// Where the charge's time comes from.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TimesSpec {
+    /// Columns giving the start, first non-empty wins.
+    pub start: Vec<String>,
+    /// Columns giving the end (exclusive); the start when none.
+    #[serde(default)]
+    pub end: Vec<String>,
+    /// Rules that derive the span from the posting time.
+    #[serde(default)]
+    pub rules: Vec<TimeRule>,
+}
+
+/// A time span derived from the posting time.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TimeRule {
+    /// Only for these categories (all when empty).
+    #[serde(default)]
+    pub category: Vec<Category>,
+    /// Only for these kinds (all when empty).
+    #[serde(default)]
+    pub kind: Vec<Kind>,
+    /// `local-day` or `since-previous-row`.
+    pub span: SpanRule,
+    /// For `since-previous-row`: the longest span, in hours.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_hours: Option<u32>,
+}
+
+/// The spans a time rule can give.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum SpanRule {
+    /// The local day of the start.
+    LocalDay,
+    /// Since the previous row of the same instance (at most `max_hours`), up to the start.
+    SincePreviousRow,
+}
+
+/// Rules giving one value (a kind, a category, a pricing).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Classifier<T> {
+    /// The value when no rule holds.
+    pub default: T,
+    /// Try the rules against these columns one at a time (see the module docs).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub by_column: Vec<String>,
+    /// The rules, in order.
+    #[serde(default)]
+    pub rules: Vec<ClassRule<T>>,
+}
+
+impl<T: Default> Default for Classifier<T> {
+    fn default() -> Self {
+        Classifier { default: T::default(), by_column: Vec::new(), rules: Vec::new() }
+    }
+}
+
+/// Expense or income.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Direction {
+    /// Money out.
+    Expense,
+    /// Money in.
+    Income,
+}
+
+/// One rule: conditions and the value it gives.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ClassRule<T> {
+    /// Columns the words are looked for in (ignored with `by_column`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub columns: Vec<String>,
+    /// Any of these words (ASCII case ignored); no words: no text condition.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub words: Vec<String>,
+    /// Only rows of this direction.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub direction: Option<Direction>,
+    /// Only rows of these kinds (for category and pricing rules).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub kind: Vec<Kind>,
+    /// Only rows of these categories (for pricing rules).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub category: Vec<Category>,
+    /// The value given.
+    pub value: T,
+}
+
+/// A regex run on a column; its first capture group is the value.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Extract {
+    /// The column.
+    pub column: String,
+    /// The regex (Rust `regex` syntax).
+    pub regex: String,
+}
+
+/// Where a category's resource id comes from.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ResourceRule {
+    /// Only for these categories (all when empty).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub category: Vec<Category>,
+    /// A column holding the id.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub column: Option<String>,
+    /// Or a template with `{instance}`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub template: Option<String>,
+}
+
+/// A GPU model named by the prefix of a column's value.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct GpuModel {
+    /// The column.
+    pub column: String,
+    /// The prefix (ASCII case ignored).
+    pub prefix: String,
+    /// The model.
+    pub model: String,
+}
+
+/// Column indexes of the ledger fields a profile maps.
+#[derive(Debug, Default)]
+struct Fields {
+    posted: Option<usize>,
+    billing_period: Option<usize>,
+    account: Option<usize>,
+    resource_name: Option<usize>,
+    region: Option<usize>,
+    quantity: Option<usize>,
+    unit: Option<usize>,
+    unit_price: Option<usize>,
+    list_cost: Option<usize>,
+    billed_cost: usize,
+    currency: Option<usize>,
+    balance_after: Option<usize>,
+    gpu_count: Option<usize>,
+    native_id: Option<usize>,
+}
+
+struct CompiledRule<T> {
+    columns: Vec<usize>,
+    words: Vec<String>,
+    direction: Option<Direction>,
+    kind: Vec<Kind>,
+    category: Vec<Category>,
+    value: T,
+}
+
+struct CompiledClassifier<T> {
+    default: T,
+    by_column: Vec<usize>,
+    rules: Vec<CompiledRule<T>>,
+}
+
+enum ResourceSource {
+    Column(usize),
+    Template(String),
+}
+
+/// A profile compiled from a [`ProfileSpec`].
+pub struct SpecProfile {
+    spec: ProfileSpec,
+    /// The file text it was read from (printed by `formats --show`).
+    source: String,
+    name: &'static str,
+    description: &'static str,
+    columns: &'static [Column],
+    zone: Tz,
+    fields: Fields,
+    item: Vec<usize>,
+    direction: Option<usize>,
+    start: Vec<usize>,
+    end: Vec<usize>,
+    kind: CompiledClassifier<Kind>,
+    category: CompiledClassifier<Category>,
+    pricing: CompiledClassifier<Pricing>,
+    instance: Vec<(usize, regex::Regex)>,
+    resource: Vec<(Vec<Category>, ResourceSource)>,
+    gpu_models: Vec<(usize, String, String)>,
+}
+
+fn leak(s: &str) -> &'static str {
+    Box::leak(s.to_owned().into_boxed_str())
+}
+
+impl SpecProfile {
+    /// Compiles a profile file's text; `path` names it in errors.
+    pub fn parse(text: &str, path: &Path) -> Result<&'static SpecProfile> {
+        let bad = |m: String| ErrorKind::Usage(format!("profile {}: {m}", path.display()));
+        let spec: ProfileSpec =
+            toml::from_str(text).map_err(|e| bad(e.to_string().trim_end().to_owned()))?;
+        let index: HashMap<&str, usize> =
+            spec.columns.iter().enumerate().map(|(i, c)| (c.key.as_str(), i)).collect();
+        let col = |key: &str| -> Result<usize> {
+            index.get(key).copied().ok_or_else(|| {
+                bad(format!("`{key}` is used but no [[columns]] entry has that key")).into()
+            })
+        };
+        let cols = |keys: &[String]| keys.iter().map(|k| col(k)).collect::<Result<Vec<_>>>();
+        let opt = |key: &str| index.get(key).copied();
+        for c in &spec.columns {
+            if c.aliases.is_empty() {
+                return Err(bad(format!("column `{}` has no aliases", c.key)).into());
+            }
+        }
+        let zone: Tz =
+            spec.zone.parse().map_err(|_| bad(format!("unknown zone {:?}", spec.zone)))?;
+        let fields = Fields {
+            posted: opt("posted"),
+            billing_period: spec.period.column.as_deref().map(col).transpose()?,
+            account: opt("account"),
+            resource_name: opt("resource_name"),
+            region: opt("region"),
+            quantity: opt("quantity"),
+            unit: opt("unit"),
+            unit_price: opt("unit_price"),
+            list_cost: opt("list_cost"),
+            billed_cost: col("billed_cost")?,
+            currency: opt("currency"),
+            balance_after: opt("balance_after"),
+            gpu_count: opt("gpu_count"),
+            native_id: spec.native_id.as_deref().map(col).transpose()?,
+        };
+        if !matches!(spec.period.from.as_deref(), None | Some("posted") | Some("start")) {
+            return Err(bad("[period] from must be \"posted\" or \"start\"".into()).into());
+        }
+        if spec.times.start.is_empty() {
+            return Err(bad("[times] start names no column".into()).into());
+        }
+        fn classifier<T: Clone>(
+            c: &Classifier<T>,
+            cols: &dyn Fn(&[String]) -> Result<Vec<usize>>,
+        ) -> Result<CompiledClassifier<T>> {
+            Ok(CompiledClassifier {
+                default: c.default.clone(),
+                by_column: cols(&c.by_column)?,
+                rules: c
+                    .rules
+                    .iter()
+                    .map(|r| {
+                        Ok(CompiledRule {
+                            columns: cols(&r.columns)?,
+                            words: r.words.iter().map(|w| w.to_ascii_lowercase()).collect(),
+                            direction: r.direction,
+                            kind: r.kind.clone(),
+                            category: r.category.clone(),
+                            value: r.value.clone(),
+                        })
+                    })
+                    .collect::<Result<_>>()?,
+            })
+        }
+        let instance = spec
+            .instance
+            .iter()
+            .map(|e| {
+                let re = regex::Regex::new(&e.regex)
+                    .map_err(|err| bad(format!("regex {:?}: {err}", e.regex)))?;
+                if re.captures_len() < 2 {
+                    return Err(bad(format!("regex {:?} has no capture group", e.regex)).into());
+                }
+                Ok((col(&e.column)?, re))
+            })
+            .collect::<Result<_>>()?;
+        let resource = spec
+            .resource
+            .iter()
+            .map(|r| {
+                let source = match (&r.column, &r.template) {
+                    (Some(c), None) => ResourceSource::Column(col(c)?),
+                    (None, Some(t)) => ResourceSource::Template(t.clone()),
+                    _ => {
+                        return Err(
+                            bad("a [[resource]] has either a column or a template".into()).into()
+                        );
+                    }
+                };
+                Ok((r.category.clone(), source))
+            })
+            .collect::<Result<_>>()?;
+        let columns: Vec<Column> = spec
+            .columns
+            .iter()
+            .map(|c| Column {
+                key: leak(&c.key),
+                aliases: Box::leak(
+                    c.aliases.iter().map(|a| leak(a)).collect::<Vec<_>>().into_boxed_slice(),
+                ),
+                required: c.required,
+            })
+            .collect();
+        let profile = SpecProfile {
+            name: leak(&spec.name),
+            description: leak(&spec.description),
+            columns: Box::leak(columns.into_boxed_slice()),
+            zone,
+            fields,
+            item: cols(&spec.item)?,
+            direction: spec.sign.direction.as_deref().map(col).transpose()?,
+            start: cols(&spec.times.start)?,
+            end: cols(&spec.times.end)?,
+            kind: classifier(&spec.kind, &cols)?,
+            category: classifier(&spec.category, &cols)?,
+            pricing: classifier(&spec.pricing, &cols)?,
+            instance,
+            resource,
+            gpu_models: spec
+                .gpu_models
+                .iter()
+                .map(|g| Ok((col(&g.column)?, g.prefix.to_ascii_lowercase(), g.model.clone())))
+                .collect::<Result<_>>()?,
+            source: text.to_owned(),
+            spec,
+        };
+        Ok(Box::leak(Box::new(profile)))
+    }
+
+    /// Reads and compiles a profile file.
+    pub fn load(path: &Path) -> Result<&'static SpecProfile> {
+        let text = std::fs::read_to_string(path).map_err(|e| crate::Error::io(path, e))?;
+        SpecProfile::parse(&text, path)
+    }
+
+    /// The profile as written.
+    pub fn spec(&self) -> &ProfileSpec {
+        &self.spec
+    }
+
+    /// The profile file's text, comments included.
+    pub fn source(&self) -> &str {
+        &self.source
+    }
+}
+
+impl Profile for SpecProfile {
+    fn name(&self) -> &'static str {
+        self.name
+    }
+    fn description(&self) -> &'static str {
+        self.description
+    }
+    fn columns(&self) -> &'static [Column] {
+        self.columns
+    }
+    fn billed_column(&self) -> Option<usize> {
+        Some(self.fields.billed_cost)
+    }
+    fn zone(&self) -> Tz {
+        self.zone
+    }
+    fn parser(&self) -> Box<dyn RowParser + '_> {
+        Box::new(SpecParser { profile: self, kept: Vec::new() })
+    }
+    fn as_spec(&self) -> Option<&SpecProfile> {
+        Some(self)
+    }
+}
+
+static BUILTIN_FILES: &[(&str, &str)] = &[
+    ("autodl.toml", include_str!("../../profiles/autodl.toml")),
+    ("aliyun.toml", include_str!("../../profiles/aliyun.toml")),
+];
+
+/// The built-in profiles, compiled once from the files in `crates/core/profiles/`.
+pub fn builtin() -> &'static [&'static dyn Profile] {
+    static BUILTIN: OnceLock<Vec<&'static dyn Profile>> = OnceLock::new();
+    BUILTIN.get_or_init(|| {
+        BUILTIN_FILES
+            .iter()
+            .map(|(file, text)| {
+                let profile: &'static dyn Profile = SpecProfile::parse(text, Path::new(file))
+                    .unwrap_or_else(|e| panic!("built-in profile {file} is broken: {e}"));
+                profile
+            })
+            .collect()
+    })
+}
+
+/// Row values the rules see.
+struct Facts<'r> {
+    texts: Vec<Option<Cow<'r, str>>>,
+    direction: Option<Direction>,
+    kind: Option<Kind>,
+    category: Option<Category>,
+}
+
+impl Facts<'_> {
+    fn text(&self, i: usize) -> &str {
+        self.texts[i].as_deref().unwrap_or("")
+    }
+
+    fn holds<T>(&self, rule: &CompiledRule<T>, text: Option<&str>) -> bool {
+        if rule.direction.is_some() && rule.direction != self.direction {
+            return false;
+        }
+        if !rule.kind.is_empty() && !self.kind.is_some_and(|k| rule.kind.contains(&k)) {
+            return false;
+        }
+        if !rule.category.is_empty() && !self.category.is_some_and(|c| rule.category.contains(&c)) {
+            return false;
+        }
+        if rule.words.is_empty() {
+            return true;
+        }
+        let lower = |s: &str| s.to_ascii_lowercase();
+        let haystack = match text {
+            Some(t) => lower(t),
+            None => {
+                lower(&rule.columns.iter().map(|&c| self.text(c)).collect::<Vec<_>>().join(" "))
+            }
+        };
+        rule.words.iter().any(|w| haystack.contains(w.as_str()))
+    }
+
+    fn classify<T: Copy>(&self, c: &CompiledClassifier<T>) -> T {
+        if c.by_column.is_empty() {
+            return c.rules.iter().find(|r| self.holds(r, None)).map_or(c.default, |r| r.value);
+        }
+        for &column in &c.by_column {
+            let text = self.text(column);
+            if let Some(r) = c.rules.iter().find(|r| self.holds(r, Some(text))) {
+                return r.value;
+            }
+        }
+        c.default
+    }
+}
+
+struct SpecParser<'p> {
+    profile: &'p SpecProfile,
+    /// Rows whose span needs the previous row of their instance: (instance, start, parsed).
+    kept: Vec<(String, DateTime<Utc>, Option<u32>, Parsed)>,
+}
+
+impl RowParser for SpecParser<'_> {
+    fn parse(&mut self, row: &Row<'_>) -> Result<Option<Parsed>, RowError> {
+        let p = self.profile;
+        let f = &p.fields;
+        let texts = (0..p.columns.len()).map(|i| row.text(i)).collect::<Result<Vec<_>, _>>()?;
+        let mut billed = row.required_amount(f.billed_cost)?;
+        let mut list = f.list_cost.map(|i| row.amount(i)).transpose()?.flatten();
+        let direction = match p.direction {
+            None => None,
+            Some(i) => Some(match texts[i].as_deref() {
+                Some(d) if p.spec.sign.expense.iter().any(|w| d.contains(w.as_str())) => {
+                    Direction::Expense
+                }
+                Some(d) if p.spec.sign.income.iter().any(|w| d.contains(w.as_str())) => {
+                    Direction::Income
+                }
+                Some(d) => {
+                    let words = [p.spec.sign.expense.join("/"), p.spec.sign.income.join("/")];
+                    return Err(
+                        row.error(i, format!("{d:?} is neither {} nor {}", words[0], words[1]))
+                    );
+                }
+                None if billed.is_sign_negative() => Direction::Expense,
+                None => Direction::Income,
+            }),
+        };
+        match direction {
+            Some(Direction::Expense) => billed = billed.abs(),
+            Some(Direction::Income) => billed = -billed.abs(),
+            None => {}
+        }
+        let mut facts = Facts { texts, direction, kind: None, category: None };
+        let owned = |i: Option<usize>| i.and_then(|i| facts.texts[i].as_deref().map(str::to_owned));
+        let kind = facts.classify(&p.kind);
+        facts.kind = Some(kind);
+        if p.spec.sign.negative_kinds.contains(&kind) {
+            billed = -billed.abs();
+            list = list.map(|l| -l.abs());
+        }
+        let category = facts.classify(&p.category);
+        facts.category = Some(category);
+        let pricing = facts.classify(&p.pricing);
+        let instance = p.instance.iter().find_map(|(c, re)| {
+            let text = facts.texts[*c].as_deref()?;
+            re.captures(text).and_then(|m| m.get(1)).map(|m| m.as_str().to_owned())
+        });
+        let resource_id = p
+            .resource
+            .iter()
+            .find(|(cats, _)| cats.is_empty() || cats.contains(&category))
+            .and_then(|(_, source)| match source {
+                ResourceSource::Column(c) => facts.texts[*c].as_deref().map(str::to_owned),
+                ResourceSource::Template(t) => {
+                    instance.as_deref().map(|i| t.replace("{instance}", i))
+                }
+            });
+        let tz = p.zone;
+        let posted = f.posted.map(|i| row.time(i, tz)).transpose()?.flatten();
+        let mut start = None;
+        for &i in &p.start {
+            if let Some(t) = row.time(i, tz)? {
+                start = Some(t);
+                break;
+            }
+        }
+        let Some(start) = start else {
+            return Err(row.error(p.start[0], "is empty"));
+        };
+        let mut end = None;
+        for &i in &p.end {
+            if let Some(t) = row.time(i, tz)? {
+                end = Some(t);
+                break;
+            }
+        }
+        let mut end = end.unwrap_or(start);
+        if end < start {
+            return Err(row.error(p.end[0], "is before the start of the charge"));
+        }
+        let mut start = start;
+        let rule = p.spec.times.rules.iter().find(|r| {
+            (r.category.is_empty() || r.category.contains(&category))
+                && (r.kind.is_empty() || r.kind.contains(&kind))
+        });
+        let mut keep = None;
+        match rule.map(|r| (r.span, r.max_hours)) {
+            Some((SpanRule::LocalDay, _)) => {
+                let day = start.with_timezone(&tz).date_naive();
+                start = local_midnight(day, tz);
+                end = local_midnight(day.succ_opt().unwrap_or(day), tz);
+            }
+            Some((SpanRule::SincePreviousRow, max)) => keep = Some(max),
+            None => {}
+        }
+        let billing_period = match (f.billing_period, p.spec.period.from.as_deref()) {
+            (Some(i), _) => {
+                let text = facts.texts[i].as_deref().ok_or_else(|| row.error(i, "is empty"))?;
+                text.parse::<YearMonth>().map_err(|m| row.error(i, m))?
+            }
+            (None, Some("posted")) => YearMonth::of(posted.unwrap_or(start), tz),
+            _ => YearMonth::of(start, tz),
+        };
+        let gpu_model = (category == Category::Compute)
+            .then(|| {
+                p.gpu_models.iter().find(|(c, prefix, _)| {
+                    facts.text(*c).to_ascii_lowercase().starts_with(prefix.as_str())
+                })
+            })
+            .flatten()
+            .map(|(_, _, m)| m.clone());
+        let gpu_count = match f.gpu_count {
+            Some(i) => row
+                .amount(i)?
+                .map(|n| {
+                    u16::try_from(n.trunc().mantissa())
+                        .map_err(|_| row.error(i, "is not a GPU count"))
+                })
+                .transpose()?,
+            None => None,
+        };
+        let item = p.item.iter().find_map(|&i| facts.texts[i].as_deref()).unwrap_or("").to_owned();
+        let charge = Charge {
+            id: ChargeId(0),
+            platform: p.name.to_owned(),
+            account: owned(f.account),
+            billing_period,
+            charge_start: start,
+            charge_end: end,
+            resource_id,
+            resource_name: owned(f.resource_name),
+            instance_id: instance.clone(),
+            region: owned(f.region),
+            category,
+            kind,
+            pricing,
+            gpu_model,
+            gpu_count,
+            quantity: f.quantity.map(|i| row.amount(i)).transpose()?.flatten(),
+            unit: owned(f.unit),
+            unit_price: f.unit_price.map(|i| row.amount(i)).transpose()?.flatten(),
+            list_cost: list,
+            billed_cost: billed,
+            currency: owned(f.currency).unwrap_or_else(|| p.spec.currency.clone()),
+            balance_after: f.balance_after.map(|i| row.amount(i)).transpose()?.flatten(),
+            origin: Origin { file: row.path().display().to_string(), line: row.line(), item },
+        };
+        let parsed = Parsed { charge, native_id: owned(f.native_id) };
+        match (keep, instance) {
+            (Some(max), Some(id)) => {
+                self.kept.push((id, start, max, parsed));
+                Ok(None)
+            }
+            _ => Ok(Some(parsed)),
+        }
+    }
+
+    fn finish(&mut self) -> Vec<Parsed> {
+        let mut rows = std::mem::take(&mut self.kept);
+        rows.sort_by(|a, b| (&a.0, a.1).cmp(&(&b.0, b.1)));
+        let mut previous: HashMap<String, DateTime<Utc>> = HashMap::new();
+        rows.into_iter()
+            .map(|(id, posted, max, mut parsed)| {
+                let earliest = max.map(|h| posted - Duration::hours(i64::from(h)));
+                let start = match (previous.insert(id, posted), earliest) {
+                    (Some(prev), Some(e)) => prev.max(e),
+                    (Some(prev), None) => prev,
+                    (None, Some(e)) => e,
+                    (None, None) => posted,
+                };
+                parsed.charge.charge_start = start;
+                parsed.charge.charge_end = posted;
+                parsed
+            })
+            .collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::import::profile_by_name;
+
+    fn first_instance(profile: &str, texts: &[(&str, &str)]) -> Option<String> {
+        let p = profile_by_name(profile).and_then(|p| p.as_spec()).unwrap();
+        p.instance.iter().find_map(|(col, re)| {
+            let key = p.columns[*col].key;
+            let text = texts.iter().find(|(k, _)| *k == key)?.1;
+            re.captures(text).and_then(|m| m.get(1)).map(|m| m.as_str().to_owned())
+        })
+    }
+
+    #[test]
+    fn autodl_finds_the_instance_in_notes_in_both_colon_styles() {
+        let id = |note| first_instance("autodl", &[("note", note)]);
+        assert_eq!(id("容器实例ID：a1b2c3d4e5").as_deref(), Some("a1b2c3d4e5"));
+        assert_eq!(id("容器实例ID: 6f2e-91ab 数据盘").as_deref(), Some("6f2e-91ab"));
+        assert_eq!(id("余额充值"), None);
+        assert_eq!(id("容器实例ID："), None);
+    }
+
+    #[test]
+    fn aliyun_finds_ecs_ids_in_config_text_but_not_inside_words() {
+        let id =
+            |config| first_instance("aliyun", &[("resource_id", "d-bp1x"), ("config", config)]);
+        assert_eq!(id("绑定实例:i-bp1a2b3c4d").as_deref(), Some("i-bp1a2b3c4d"));
+        assert_eq!(id("instance=i-uf6x9k2").as_deref(), Some("i-uf6x9k2"));
+        assert_eq!(id("multi-az; ti-abcdef"), None);
+        assert_eq!(id("i-ab"), None);
+        assert_eq!(
+            first_instance("aliyun", &[("resource_id", "i-bp1own")]).as_deref(),
+            Some("i-bp1own")
+        );
+    }
+
+    #[test]
+    fn a_broken_profile_file_is_refused_with_what_is_wrong() {
+        let path = Path::new("mine.toml");
+        let base = include_str!("../../profiles/autodl.toml");
+        let cases = [
+            (base.replace("zone = \"Asia/Shanghai\"", "zone = \"Mars/Olympus\""), "unknown zone"),
+            (
+                base.replace("column = \"note\"\nregex", "column = \"memo\"\nregex"),
+                "`memo` is used but no [[columns]] entry has that key",
+            ),
+            (base.replace("([A-Za-z0-9_-]+)", "[A-Za-z0-9_-]+"), "has no capture group"),
+            (base.replace("name = \"autodl\"", "nom = \"autodl\""), "unknown field `nom`"),
+        ];
+        for (text, want) in cases {
+            let err =
+                SpecProfile::parse(&text, path).err().map(|e| e.to_string()).unwrap_or_default();
+            assert!(err.starts_with("profile mine.toml: ") && err.contains(want), "{err}");
+        }
+    }
+}
