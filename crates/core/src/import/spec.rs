@@ -551,14 +551,11 @@ impl Facts<'_> {
         if rule.words.is_empty() {
             return true;
         }
-        let lower = |s: &str| s.to_ascii_lowercase();
-        let haystack = match text {
-            Some(t) => lower(t),
-            None => {
-                lower(&rule.columns.iter().map(|&c| self.text(c)).collect::<Vec<_>>().join(" "))
-            }
-        };
-        rule.words.iter().any(|w| haystack.contains(w.as_str()))
+        let found = |hay: &str| rule.words.iter().any(|w| contains_ignore_ascii_case(hay, w));
+        match text {
+            Some(t) => found(t),
+            None => rule.columns.iter().any(|&c| found(self.text(c))),
+        }
     }
 
     fn classify<T: Copy>(&self, c: &CompiledClassifier<T>) -> T {
@@ -573,6 +570,12 @@ impl Facts<'_> {
         }
         c.default
     }
+}
+
+/// Whether `hay` contains `needle` (given in lower case), ASCII case ignored.
+fn contains_ignore_ascii_case(hay: &str, needle: &str) -> bool {
+    let (h, n) = (hay.as_bytes(), needle.as_bytes());
+    n.is_empty() || h.windows(n.len()).any(|w| w.eq_ignore_ascii_case(n))
 }
 
 struct SpecParser<'p> {
