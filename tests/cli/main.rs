@@ -504,3 +504,79 @@ fn import_warns_about_a_footer_that_disagrees_but_imports_the_file() {
     let found = gpuaudit(dir.path(), &["reconcile", "--month", "2024-05", "--format", "csv"]);
     assert!(stdout(&found).contains("\nR005,statement-total,aliyun,,,2024-05,620.00,621.63,1.63,CNY,fixtures/aliyun/valid/r005_footer_mismatch.csv:11,"), "{}", stdout(&found));
 }
+
+#[test]
+fn formats_show_prints_a_profile_file_that_imports_the_same_ledger() {
+    let dir = workdir();
+    let listed = stdout(&gpuaudit(dir.path(), &["formats"]));
+    assert!(listed.starts_with("profile  identified by"), "{listed}");
+    assert!(listed.contains("\nautodl   交易时间, 交易金额, 备注  AutoDL 收支明细"), "{listed}");
+    let shown = gpuaudit(dir.path(), &["formats", "--show", "autodl"]);
+    assert_eq!(shown.status.code(), Some(0));
+    assert!(stdout(&shown).starts_with("# AutoDL 收支明细"), "{}", stdout(&shown));
+    std::fs::write(dir.path().join("my-autodl.toml"), stdout(&shown)).unwrap();
+    let builtin = gpuaudit(dir.path(), &["import", "fixtures/autodl/valid/two_days.csv"]);
+    assert!(stdout(&builtin).contains(", 7 new, 0 duplicates"), "{}", stdout(&builtin));
+    // the printed file reads the same bill to the same charges: all of them are duplicates
+    let again = gpuaudit(
+        dir.path(),
+        &["import", "--profile", "my-autodl.toml", "fixtures/autodl/valid/two_days.csv"],
+    );
+    assert_eq!(
+        stdout(&again),
+        "fixtures/autodl/valid/two_days.csv: profile autodl, 7 rows read, 0 new, 7 duplicates, 0 rejected\nnothing new: the ledger is unchanged\n"
+    );
+    let unknown = gpuaudit(dir.path(), &["formats", "--show", "nope"]);
+    assert_eq!(unknown.status.code(), Some(2));
+}
+
+#[test]
+fn a_profile_file_for_an_imaginary_platform_imports_its_bills() {
+    let dir = workdir();
+    // explicitly, with --profile FILE
+    let out = gpuaudit(
+        dir.path(),
+        &[
+            "--ledger",
+            "explicit",
+            "import",
+            "--profile",
+            "fixtures/xiaoyun/xiaoyun.toml",
+            "fixtures/xiaoyun/valid/may_2024.csv",
+        ],
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert!(stdout(&out).contains("profile xiaoyun, 5 rows read, 5 new"), "{}", stdout(&out));
+    // detected, from a profiles/ folder next to gpuaudit.toml
+    std::fs::create_dir_all(dir.path().join("profiles")).unwrap();
+    std::fs::copy(
+        root().join("fixtures/xiaoyun/xiaoyun.toml"),
+        dir.path().join("profiles/xiaoyun.toml"),
+    )
+    .unwrap();
+    let detected = gpuaudit(dir.path(), &["import", "fixtures/xiaoyun/valid/may_2024.csv"]);
+    assert!(
+        stdout(&detected).contains("profile xiaoyun, 5 rows read, 5 new"),
+        "{}",
+        stdout(&detected)
+    );
+    assert!(stdout(&gpuaudit(dir.path(), &["formats"])).contains("\nxiaoyun "));
+    let csv = gpuaudit(dir.path(), &["summary", "--by", "category,instance", "--format", "csv"]);
+    assert_eq!(
+        stdout(&csv),
+        "category,instance,currency,billed_cost,list_cost,charges\n\
+         compute,M311,CNY,720.00,800.00,1\n\
+         compute,M204,CNY,2.40,2.80,2\n\
+         data_disk,M204,CNY,2.00,2.00,1\n\
+         snapshot,M204,CNY,0.50,0.50,1\n"
+    );
+    // a broken profile file in the folder stops every command with its reason
+    std::fs::write(dir.path().join("profiles/broken.toml"), "name = \"x\"\n").unwrap();
+    let broken = gpuaudit(dir.path(), &["formats"]);
+    assert_eq!(broken.status.code(), Some(2));
+    assert!(
+        stderr(&broken).starts_with("error: profile profiles/broken.toml: "),
+        "{}",
+        stderr(&broken)
+    );
+}

@@ -55,14 +55,28 @@ fn main() -> ExitCode {
             return ExitCode::from(2);
         }
     };
+    // Profile files in a `profiles/` folder next to the configuration file are registered.
+    let profiles_dir = cli
+        .config
+        .as_deref()
+        .and_then(|c| c.parent())
+        .unwrap_or(std::path::Path::new(""))
+        .join("profiles");
+    let profiles = match gpuaudit_core::import::spec::load_dir(&profiles_dir) {
+        Ok(extra) => gpuaudit_core::import::spec::with_extra(&extra),
+        Err(e) => {
+            eprintln!("error: {e}");
+            return ExitCode::from(2);
+        }
+    };
     let result = match cli.command {
         Command::Waste(args) => cmd::waste::run(&store, &config, args),
         Command::Config(args) => cmd::config::run(&config, args),
         Command::Reconcile(args) => cmd::reconcile::run(&store, &config, args),
-        Command::Import(args) => cmd::import::run(&store, args),
+        Command::Import(args) => cmd::import::run(&store, &profiles, args),
         Command::Ledger(args) => cmd::ledger::run(&store, args),
         Command::Summary(args) => cmd::summary::run(&store, args),
-        Command::Formats(args) => cmd::formats::run(args),
+        Command::Formats(args) => cmd::formats::run(&profiles, args),
     };
     match result {
         Ok(code) => code,

@@ -3,7 +3,8 @@
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use gpuaudit_core::import::find_profile;
+use gpuaudit_core::import::Profile;
+use gpuaudit_core::import::spec::SpecProfile;
 use gpuaudit_core::ledger::{ImportOptions, Store};
 use gpuaudit_core::reconcile::footers_of;
 use gpuaudit_core::report::money_text;
@@ -13,8 +14,8 @@ use crate::render::{Align, emit, table, warn};
 /// Arguments of `gpuaudit import`.
 #[derive(clap::Args)]
 pub struct ImportArgs {
-    /// Read every file with this profile instead of detecting it (see `gpuaudit formats`).
-    #[arg(long, value_name = "NAME")]
+    /// Read every file with this profile, a name (see `gpuaudit formats`) or a profile file.
+    #[arg(long, value_name = "NAME|FILE")]
     profile: Option<String>,
     /// Import the valid rows and keep the invalid ones, with why, under the ledger's rejects/.
     #[arg(long)]
@@ -28,9 +29,18 @@ pub struct ImportArgs {
 }
 
 /// Imports, then prints per file what happened and the billed totals of the new charges.
-pub fn run(store: &Store, args: ImportArgs) -> Result<ExitCode, gpuaudit_core::Error> {
-    let profile = args.profile.as_deref().map(find_profile).transpose()?;
-    let options = ImportOptions { profile, skip_invalid: args.skip_invalid, dry_run: args.dry_run };
+pub fn run(
+    store: &Store,
+    profiles: &[&'static dyn Profile],
+    args: ImportArgs,
+) -> Result<ExitCode, gpuaudit_core::Error> {
+    let profile = args.profile.as_deref().map(|p| resolve(profiles, p)).transpose()?;
+    let options = ImportOptions {
+        profile,
+        candidates: profiles.to_vec(),
+        skip_invalid: args.skip_invalid,
+        dry_run: args.dry_run,
+    };
     let outcome = store.import(&args.files, &options)?;
     for f in &outcome.files {
         let r = &f.report;
@@ -96,4 +106,20 @@ pub fn run(store: &Store, args: ImportArgs) -> Result<ExitCode, gpuaudit_core::E
     }
     emit(&out)?;
     Ok(ExitCode::SUCCESS)
+}
+
+/// A profile file (an existing file, or a name ending in `.toml`), else a registered name.
+fn resolve(
+    profiles: &[&'static dyn Profile],
+    name: &str,
+) -> Result<&'static dyn Profile, gpuaudit_core::Error> {
+    let path = std::path::Path::new(name);
+    if path.is_file() || name.ends_with(".toml") {
+        return Ok(SpecProfile::load(path)?);
+    }
+    profiles.iter().copied().find(|p| p.name() == name).ok_or_else(|| {
+        let known: Vec<&str> = profiles.iter().map(|p| p.name()).collect();
+        gpuaudit_core::ErrorKind::UnknownProfile { name: name.to_owned(), known: known.join(", ") }
+            .into()
+    })
 }

@@ -525,6 +525,35 @@ pub fn builtin() -> &'static [&'static dyn Profile] {
     })
 }
 
+/// The profile files (`*.toml`) of a folder, in name order; none when it does not exist.
+pub fn load_dir(dir: &Path) -> Result<Vec<&'static SpecProfile>> {
+    let entries = match std::fs::read_dir(dir) {
+        Ok(entries) => entries,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
+        Err(e) => return Err(crate::Error::io(dir, e)),
+    };
+    let mut paths = Vec::new();
+    for entry in entries {
+        let path = entry.map_err(|e| crate::Error::io(dir, e))?.path();
+        if path.extension().is_some_and(|x| x == "toml") {
+            paths.push(path);
+        }
+    }
+    paths.sort();
+    paths.iter().map(|p| SpecProfile::load(p)).collect()
+}
+
+/// The built-in profiles with `extra` added; an extra profile with a built-in's name
+/// replaces it.
+pub fn with_extra(extra: &[&'static SpecProfile]) -> Vec<&'static dyn Profile> {
+    let mut all: Vec<&'static dyn Profile> =
+        builtin().iter().copied().filter(|b| !extra.iter().any(|e| e.name() == b.name())).collect();
+    for &e in extra {
+        all.push(e);
+    }
+    all
+}
+
 /// Row values the rules see.
 struct Facts<'r> {
     texts: Vec<Option<Cow<'r, str>>>,

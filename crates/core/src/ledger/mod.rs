@@ -124,10 +124,12 @@ pub struct PartFile {
 }
 
 /// How to import.
-#[derive(Debug, Clone, Copy, Default)]
+#[derive(Debug, Clone, Default)]
 pub struct ImportOptions {
     /// Read every file with this profile instead of detecting one.
     pub profile: Option<&'static dyn Profile>,
+    /// The profiles detection chooses among (the built-in ones when empty).
+    pub candidates: Vec<&'static dyn Profile>,
     /// Import the valid rows and write the invalid ones under `rejects/`.
     pub skip_invalid: bool,
     /// Read and count, write nothing.
@@ -307,7 +309,9 @@ impl Store {
                 header: Vec::new(),
                 path: path.clone(),
             };
-            let report = match import::read_bill(path, options.profile, &mut sink) {
+            let read =
+                import::read_bill_among(path, options.profile, &options.candidates, &mut sink);
+            let report = match read {
                 Ok(report) => report,
                 Err(e) => {
                     writer.abort();
