@@ -252,11 +252,12 @@ impl<'a> Row<'a> {
     }
 }
 
-/// What [`BillSource::next_row`] found.
+/// What [`BillSource::next_row`] found. Cells beyond the header's last column have no name
+/// and so no meaning: they are ignored (exports often end rows with a stray cell).
 pub enum Next<'a> {
     /// A data row.
     Row(Row<'a>),
-    /// A row that is malformed as a whole (too short or too long).
+    /// A row that is malformed as a whole (shorter than the header).
     Bad(RowError, Vec<String>),
 }
 
@@ -440,19 +441,11 @@ impl BillSource {
             self.rows_read += 1;
             let width = self.header.names.len();
             let found = self.record.len();
-            let extra_filled = (width..found).any(|i| {
-                self.record.get(i).is_some_and(|f| !f.iter().all(u8::is_ascii_whitespace))
-            });
-            if found < width || extra_filled {
-                let column = if found < width {
-                    self.header.names[found].clone()
-                } else {
-                    format!("#{}", width + 1)
-                };
-                let what = if found < width { "missing" } else { "unexpected" };
+            if found < width {
+                let column = self.header.names[found].clone();
                 let error = RowError {
                     location: Location::line(&self.ctx.path, line).with_column(column),
-                    message: format!("{what} (the row has {found} fields, the header {width})"),
+                    message: format!("missing (the row has {found} fields, the header {width})"),
                 };
                 return Ok(Some(Next::Bad(error, row.cells())));
             }

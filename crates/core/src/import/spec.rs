@@ -51,9 +51,12 @@ pub struct ProfileSpec {
     pub currency: String,
     /// IANA zone of naive times, where days and months are cut.
     pub zone: String,
-    /// The column whose value identifies a row, when the format has one.
+    /// The column (or columns, joined) whose value identifies a row, when the format has one.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub native_id: Option<String>,
+    pub native_id: Option<OneOrMany>,
+    /// Cell texts meaning "no value" (such as `NULL`), besides the empty cell.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub nulls: Vec<String>,
     /// Columns giving the bill's words for the item (first non-empty).
     #[serde(default)]
     pub item: Vec<String>,
@@ -85,6 +88,25 @@ pub struct ProfileSpec {
     /// GPU models by the prefix of a column (compute rows only).
     #[serde(default)]
     pub gpu_models: Vec<GpuModel>,
+}
+
+/// A column name, or a list of them.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(untagged)]
+pub enum OneOrMany {
+    /// One column.
+    One(String),
+    /// Several columns.
+    Many(Vec<String>),
+}
+
+impl OneOrMany {
+    fn keys(&self) -> Vec<String> {
+        match self {
+            OneOrMany::One(k) => vec![k.clone()],
+            OneOrMany::Many(ks) => ks.clone(),
+        }
+    }
 }
 
 fn default_currency() -> String {
@@ -131,6 +153,9 @@ pub struct PeriodSpec {
     /// A column holding `YYYY-MM` or `YYYYMM`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub column: Option<String>,
+    /// Or a column holding a time: its month in the profile's zone.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub time_column: Option<String>,
     /// Else `posted` (the local month of the posting time) or `start` (the default).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub from: Option<String>,
@@ -234,6 +259,9 @@ pub struct ClassRule<T> {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Extract {
+    /// Only for these categories (all when empty).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub category: Vec<Category>,
     /// The column.
     pub column: String,
     /// The regex (Rust `regex` syntax).
@@ -283,7 +311,8 @@ struct Fields {
     currency: Option<usize>,
     balance_after: Option<usize>,
     gpu_count: Option<usize>,
-    native_id: Option<usize>,
+    native_id: Vec<usize>,
+    period_time: Option<usize>,
 }
 
 struct CompiledRule<T> {
@@ -323,7 +352,7 @@ pub struct SpecProfile {
     kind: CompiledClassifier<Kind>,
     category: CompiledClassifier<Category>,
     pricing: CompiledClassifier<Pricing>,
-    instance: Vec<(usize, regex::Regex)>,
+    instance: Vec<(Vec<Category>, usize, regex::Regex)>,
     resource: Vec<(Vec<Category>, ResourceSource)>,
     gpu_models: Vec<(usize, String, String)>,
 }
@@ -368,7 +397,8 @@ impl SpecProfile {
             currency: opt("currency"),
             balance_after: opt("balance_after"),
             gpu_count: opt("gpu_count"),
-            native_id: spec.native_id.as_deref().map(col).transpose()?,
+            native_id: cols(&spec.native_id.as_ref().map(OneOrMany::keys).unwrap_or_default())?,
+            period_time: spec.period.time_column.as_deref().map(col).transpose()?,
         };
         if !matches!(spec.period.from.as_deref(), None | Some("posted") | Some("start")) {
             return Err(bad("[period] from must be \"posted\" or \"start\"".into()).into());
@@ -408,7 +438,7 @@ impl SpecProfile {
                 if re.captures_len() < 2 {
                     return Err(bad(format!("regex {:?} has no capture group", e.regex)).into());
                 }
-                Ok((col(&e.column)?, re))
+                Ok((e.category.clone(), col(&e.column)?, re))
             })
             .collect::<Result<_>>()?;
         let resource = spec
@@ -508,6 +538,8 @@ impl Profile for SpecProfile {
 static BUILTIN_FILES: &[(&str, &str)] = &[
     ("autodl.toml", include_str!("../../profiles/autodl.toml")),
     ("aliyun.toml", include_str!("../../profiles/aliyun.toml")),
+    ("focus.toml", include_str!("../../profiles/focus.toml")),
+    ("aws-cur.toml", include_str!("../../profiles/aws-cur.toml")),
 ];
 
 /// The built-in profiles, compiled once from the files in `crates/core/profiles/`.
@@ -617,7 +649,12 @@ impl RowParser for SpecParser<'_> {
     fn parse(&mut self, row: &Row<'_>) -> Result<Option<Parsed>, RowError> {
         let p = self.profile;
         let f = &p.fields;
-        let texts = (0..p.columns.len()).map(|i| row.text(i)).collect::<Result<Vec<_>, _>>()?;
+        let mut texts = (0..p.columns.len()).map(|i| row.text(i)).collect::<Result<Vec<_>, _>>()?;
+        for t in &mut texts {
+            if t.as_deref().is_some_and(|v| p.spec.nulls.iter().any(|n| n == v)) {
+                *t = None;
+            }
+        }
         let mut billed = row.required_amount(f.billed_cost)?;
         let mut list = f.list_cost.map(|i| row.amount(i)).transpose()?.flatten();
         let direction = match p.direction {
@@ -655,7 +692,10 @@ impl RowParser for SpecParser<'_> {
         let category = facts.classify(&p.category);
         facts.category = Some(category);
         let pricing = facts.classify(&p.pricing);
-        let instance = p.instance.iter().find_map(|(c, re)| {
+        let instance = p.instance.iter().find_map(|(cats, c, re)| {
+            if !cats.is_empty() && !cats.contains(&category) {
+                return None;
+            }
             let text = facts.texts[*c].as_deref()?;
             re.captures(text).and_then(|m| m.get(1)).map(|m| m.as_str().to_owned())
         });
@@ -712,6 +752,11 @@ impl RowParser for SpecParser<'_> {
                 let text = facts.texts[i].as_deref().ok_or_else(|| row.error(i, "is empty"))?;
                 text.parse::<YearMonth>().map_err(|m| row.error(i, m))?
             }
+            (None, _) if f.period_time.is_some() => {
+                let i = f.period_time.unwrap_or_default();
+                let t = row.time(i, tz)?.ok_or_else(|| row.error(i, "is empty"))?;
+                YearMonth::of(t, tz)
+            }
             (None, Some("posted")) => YearMonth::of(posted.unwrap_or(start), tz),
             _ => YearMonth::of(start, tz),
         };
@@ -759,7 +804,10 @@ impl RowParser for SpecParser<'_> {
             balance_after: f.balance_after.map(|i| row.amount(i)).transpose()?.flatten(),
             origin: Origin { file: row.path().display().to_string(), line: row.line(), item },
         };
-        let parsed = Parsed { charge, native_id: owned(f.native_id) };
+        let native_id = (!f.native_id.is_empty())
+            .then(|| f.native_id.iter().map(|&i| facts.text(i)).collect::<Vec<_>>().join("\u{1f}"))
+            .filter(|id| !id.replace('\u{1f}', "").is_empty());
+        let parsed = Parsed { charge, native_id };
         match (keep, instance) {
             (Some(max), Some(id)) => {
                 self.kept.push((id, start, max, parsed));
@@ -797,7 +845,7 @@ mod tests {
 
     fn first_instance(profile: &str, texts: &[(&str, &str)]) -> Option<String> {
         let p = profile_by_name(profile).and_then(|p| p.as_spec()).unwrap();
-        p.instance.iter().find_map(|(col, re)| {
+        p.instance.iter().find_map(|(_, col, re)| {
             let key = p.columns[*col].key;
             let text = texts.iter().find(|(k, _)| *k == key)?.1;
             re.captures(text).and_then(|m| m.get(1)).map(|m| m.as_str().to_owned())

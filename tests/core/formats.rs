@@ -1,0 +1,120 @@
+//! FOCUS and AWS CUR bills, read by their built-in profile files: totals by category to the
+//! cent, kinds and pricing, the spec's own examples, and the spec's impossible timestamp.
+
+use gpuaudit_core::{Category, Kind, Pricing, parse_bill};
+use rust_decimal::Decimal;
+use rust_decimal_macros::dec;
+
+use super::{by_category, fixture};
+
+fn cats(pairs: &[(&str, Decimal)]) -> std::collections::BTreeMap<String, Decimal> {
+    pairs.iter().map(|(k, v)| ((*k).to_owned(), *v)).collect()
+}
+
+#[test]
+fn focus_export_with_null_strings_and_times_without_t() {
+    let bill = parse_bill(&fixture("focus/valid/messy_export.csv"), None).unwrap();
+    assert_eq!(bill.report.profile, "focus");
+    assert_eq!(
+        by_category(&bill.charges),
+        cats(&[
+            ("compute", dec!(3.673)),
+            ("data_disk", dec!(0.60)),
+            ("other", dec!(-4.64)),
+            ("public_ip", dec!(0.005)),
+            ("snapshot", dec!(0.05)),
+            ("system_disk", dec!(0.20)),
+            ("traffic", dec!(1.17)),
+        ])
+    );
+    let kinds: Vec<Kind> = bill.charges.iter().map(|c| c.kind).collect();
+    assert_eq!(kinds.iter().filter(|k| **k == Kind::Tax).count(), 1);
+    assert_eq!(kinds.iter().filter(|k| **k == Kind::Credit).count(), 1, "lower-case 'credit'");
+    let committed = &bill.charges[1];
+    assert_eq!((committed.pricing, committed.billed_cost), (Pricing::Reserved, dec!(0.00)));
+    assert_eq!(committed.instance_id.as_deref(), Some("/subscriptions/s1/vm-train"));
+    assert_eq!(committed.charge_start, bill.charges[0].charge_end, "T/Z and plain times agree");
+    let transfer = bill.charges.iter().find(|c| c.category == Category::Traffic).unwrap();
+    assert_eq!(transfer.resource_id, None, "NULL is no value");
+    assert_eq!(bill.charges[0].account.as_deref(), Some("012345678901"), "ids keep leading zeros");
+    assert_eq!(bill.charges[0].billing_period.to_string(), "2024-05");
+}
+
+#[test]
+fn the_focus_specs_own_examples_import() {
+    let cases = [
+        ("focus/valid/commitment_discount_purchase_scenario_1.csv", 1, dec!(8760.00)),
+        ("focus/valid/commitment_discount_usage_scenario_3.csv", 2, dec!(0.00)),
+        (
+            "focus/valid/one_hundred_percent_utilization_with_commitment_discount_flexibility_with_2_resources.csv",
+            3,
+            dec!(2.00),
+        ),
+    ];
+    for (file, rows, billed) in cases {
+        let bill = parse_bill(&fixture(file), None).unwrap();
+        assert_eq!(bill.report.profile, "focus", "{file}");
+        assert_eq!(bill.charges.len(), rows, "{file}");
+        let total: Decimal = bill.charges.iter().map(|c| c.billed_cost).sum();
+        assert_eq!(total, billed, "{file}");
+        assert!(bill.charges.iter().all(|c| c.currency == "USD"));
+    }
+    let purchase = parse_bill(&fixture(cases[0].0), None).unwrap().charges.remove(0);
+    assert_eq!((purchase.kind, purchase.pricing), (Kind::Purchase, Pricing::OnDemand));
+}
+
+#[test]
+fn the_focus_examples_impossible_timestamp_is_refused_at_its_line() {
+    let file = "focus/invalid/impossible_timestamp_commitment_discount_purchase_scenario_3.csv";
+    let err = parse_bill(&fixture(file), None).unwrap_err().to_string();
+    assert!(
+        err.contains(
+            "scenario_3.csv:4: column ChargePeriodEnd: \"2023-02-01T30:00:00Z\" is not a time"
+        ),
+        "{err}"
+    );
+}
+
+#[test]
+fn cur_2_snake_case_with_region_prefixed_usage_types() {
+    let bill = parse_bill(&fixture("aws-cur/valid/cur2_snake_case.csv"), None).unwrap();
+    assert_eq!(bill.report.profile, "aws-cur");
+    assert_eq!(
+        by_category(&bill.charges),
+        cats(&[
+            ("compute", dec!(65.7030)),
+            ("data_disk", dec!(8.00)),
+            ("other", dec!(3.10)),
+            ("public_ip", dec!(0.005)),
+            ("snapshot", dec!(2.50)),
+            ("traffic", dec!(0.90)),
+        ])
+    );
+    let c = &bill.charges;
+    assert_ne!(c[0].id, c[1].id, "one LineItemId in two intervals is two charges");
+    assert_eq!((c[0].gpu_model.as_deref(), c[0].pricing), (Some("A100 40GB"), Pricing::OnDemand));
+    assert_eq!((c[2].kind, c[2].pricing), (Kind::Usage, Pricing::Reserved), "Savings Plan usage");
+    assert_eq!((c[3].kind, c[3].billed_cost), (Kind::Adjustment, dec!(-1.006)), "SP negation");
+    assert_eq!((c[8].pricing, c[8].gpu_model.as_deref()), (Pricing::Spot, Some("T4")));
+    assert_eq!((c[9].kind, c[9].category), (Kind::Tax, Category::Other));
+    assert_eq!(c[0].instance_id.as_deref(), Some("i-0abc123"));
+    assert_eq!(c[5].instance_id, None, "a snapshot names no instance in CUR");
+}
+
+#[test]
+fn cur_legacy_headers_read_alike() {
+    let bill = parse_bill(&fixture("aws-cur/valid/legacy_headers.csv"), None).unwrap();
+    assert_eq!(bill.report.profile, "aws-cur");
+    assert_eq!(
+        by_category(&bill.charges),
+        cats(&[("compute", dec!(1.861)), ("data_disk", dec!(5.00))])
+    );
+    assert_eq!(bill.charges[0].gpu_model.as_deref(), Some("L40S"));
+    let err = parse_bill(&fixture("aws-cur/invalid/cost_not_a_number.csv"), None).unwrap_err();
+    assert!(
+        err.to_string().contains(
+            "cost_not_a_number.csv:2: column line_item_unblended_cost: \"32.77.26\" is not an amount"
+        ),
+        "{err}"
+    );
+}
