@@ -509,9 +509,13 @@ fn import_warns_about_a_footer_that_disagrees_but_imports_the_file() {
 fn formats_show_prints_a_profile_file_that_imports_the_same_ledger() {
     let dir = workdir();
     let listed = stdout(&gpuaudit(dir.path(), &["formats"]));
-    assert!(listed.starts_with("profile  identified by"), "{listed}");
-    assert!(listed.contains("\nautodl   交易时间, 交易金额, 备注    "), "{listed}");
-    assert!(listed.contains("\naws-cur  lineItem/UnblendedCost, "), "{listed}");
+    let line =
+        |name: &str| listed.lines().find(|l| l.starts_with(&format!("{name} "))).unwrap_or("");
+    assert!(line("autodl").contains(" 交易时间, 交易金额, 备注 "), "{listed}");
+    assert!(line("aws-cur").contains(" lineItem/UnblendedCost, "), "{listed}");
+    for name in ["aliyun", "focus", "tencent", "ctyun", "gpushare"] {
+        assert!(!line(name).is_empty(), "{name} missing from {listed}");
+    }
     let shown = gpuaudit(dir.path(), &["formats", "--show", "autodl"]);
     assert_eq!(shown.status.code(), Some(0));
     assert!(stdout(&shown).starts_with("# AutoDL 收支明细"), "{}", stdout(&shown));

@@ -155,6 +155,11 @@ impl<'a> Row<'a> {
         &self.ctx.path
     }
 
+    /// Whether the file has the profile's column `col`.
+    pub(crate) fn has(&self, col: usize) -> bool {
+        self.header.map[col].is_some()
+    }
+
     /// The header name of the profile's column `col`, or its first alias when absent.
     pub(crate) fn column_name(&self, col: usize) -> &str {
         match self.header.map[col] {

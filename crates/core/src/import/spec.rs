@@ -242,6 +242,9 @@ pub struct ClassRule<T> {
     /// Any of these words (ASCII case ignored); no words: no text condition.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub words: Vec<String>,
+    /// Or a cell equal to one of these values (codes such as `4`), ASCII case ignored.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub values: Vec<String>,
     /// Only rows of this direction.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub direction: Option<Direction>,
@@ -318,6 +321,7 @@ struct Fields {
 struct CompiledRule<T> {
     columns: Vec<usize>,
     words: Vec<String>,
+    values: Vec<String>,
     direction: Option<Direction>,
     kind: Vec<Kind>,
     category: Vec<Category>,
@@ -420,6 +424,7 @@ impl SpecProfile {
                         Ok(CompiledRule {
                             columns: cols(&r.columns)?,
                             words: r.words.iter().map(|w| w.to_ascii_lowercase()).collect(),
+                            values: r.values.clone(),
                             direction: r.direction,
                             kind: r.kind.clone(),
                             category: r.category.clone(),
@@ -540,6 +545,9 @@ static BUILTIN_FILES: &[(&str, &str)] = &[
     ("aliyun.toml", include_str!("../../profiles/aliyun.toml")),
     ("focus.toml", include_str!("../../profiles/focus.toml")),
     ("aws-cur.toml", include_str!("../../profiles/aws-cur.toml")),
+    ("tencent.toml", include_str!("../../profiles/tencent.toml")),
+    ("ctyun.toml", include_str!("../../profiles/ctyun.toml")),
+    ("gpushare.toml", include_str!("../../profiles/gpushare.toml")),
 ];
 
 /// The built-in profiles, compiled once from the files in `crates/core/profiles/`.
@@ -609,10 +617,13 @@ impl Facts<'_> {
         if !rule.category.is_empty() && !self.category.is_some_and(|c| rule.category.contains(&c)) {
             return false;
         }
-        if rule.words.is_empty() {
+        if rule.words.is_empty() && rule.values.is_empty() {
             return true;
         }
-        let found = |hay: &str| rule.words.iter().any(|w| contains_ignore_ascii_case(hay, w));
+        let found = |hay: &str| {
+            rule.words.iter().any(|w| contains_ignore_ascii_case(hay, w))
+                || rule.values.iter().any(|v| v.eq_ignore_ascii_case(hay.trim()))
+        };
         match text {
             Some(t) => found(t),
             None => rule.columns.iter().any(|&c| found(self.text(c))),
@@ -747,7 +758,9 @@ impl RowParser for SpecParser<'_> {
             Some((SpanRule::SincePreviousRow, max)) => keep = Some(max),
             None => {}
         }
-        let billing_period = match (f.billing_period, p.spec.period.from.as_deref()) {
+        // A billing-period column that the file lacks falls back to the times.
+        let period_column = f.billing_period.filter(|&i| row.has(i));
+        let billing_period = match (period_column, p.spec.period.from.as_deref()) {
             (Some(i), _) => {
                 let text = facts.texts[i].as_deref().ok_or_else(|| row.error(i, "is empty"))?;
                 text.parse::<YearMonth>().map_err(|m| row.error(i, m))?
