@@ -118,3 +118,96 @@ fn cur_legacy_headers_read_alike() {
         "{err}"
     );
 }
+
+#[test]
+fn tencent_in_gb18030_with_title_rows_components_and_a_footer() {
+    let bill =
+        parse_bill(&fixture("tencent/valid/gb18030_title_rows_and_footer.csv"), None).unwrap();
+    assert_eq!(bill.report.profile, "tencent");
+    assert_eq!(
+        by_category(&bill.charges),
+        cats(&[
+            ("compute", dec!(1057.92)),
+            ("data_disk", dec!(0.60)),
+            ("public_ip", dec!(0.20)),
+            ("snapshot", dec!(0.10)),
+            ("system_disk", dec!(0.05)),
+            ("traffic", dec!(1.00)),
+        ])
+    );
+    let c = &bill.charges;
+    assert_eq!(c[0].origin.line, 4, "two title rows and the header come first");
+    assert_eq!((c[2].gpu_model.as_deref(), c[2].pricing), (Some("T4"), Pricing::OnDemand));
+    assert_eq!(c[5].instance_id.as_deref(), Some("ins-8x2k4mq1"), "a CVM's disk names the CVM");
+    assert_eq!((c[8].kind, c[8].pricing), (Kind::Purchase, Pricing::Subscription));
+    assert_eq!((c[9].kind, c[9].billed_cost), (Kind::Refund, dec!(-300.00)));
+    assert_eq!(bill.report.control_totals[0].amount, Some(dec!(1059.87)));
+    assert_eq!(bill.report.totals["CNY"], dec!(1059.87), "the footer agrees with the rows");
+    let ids: std::collections::HashSet<_> = c.iter().map(|c| c.id).collect();
+    assert_eq!(ids.len(), 10, "one 交易ID, one charge per component");
+    let err =
+        parse_bill(&fixture("tencent/invalid/fullwidth_digit_in_amount.csv"), None).unwrap_err();
+    assert!(err.to_string().contains(":2: column 优惠后总价: \"0.4５\" is not an amount"), "{err}");
+}
+
+#[test]
+fn ctyun_amounts_with_yen_signs_and_thousands_separators() {
+    let bill = parse_bill(&fixture("ctyun/valid/yen_amounts.csv"), None).unwrap();
+    assert_eq!(bill.report.profile, "ctyun");
+    assert_eq!(
+        by_category(&bill.charges),
+        cats(&[
+            ("compute", dec!(1645.44)),
+            ("data_disk", dec!(1.20)),
+            ("public_ip", dec!(4.80)),
+            ("snapshot", dec!(0.30)),
+        ])
+    );
+    let c = &bill.charges;
+    assert_eq!(
+        (c[0].kind, c[0].pricing, c[0].billed_cost),
+        (Kind::Purchase, Pricing::Subscription, dec!(2880.00))
+    );
+    assert_eq!((c[1].kind, c[1].pricing), (Kind::Usage, Pricing::OnDemand), "codes 7 and 2");
+    assert_eq!((c[3].kind, c[3].billed_cost), (Kind::Refund, dec!(-1234.56)), "退订 is negative");
+    let err = parse_bill(&fixture("ctyun/invalid/month_not_a_month.csv"), None).unwrap_err();
+    assert!(err.to_string().contains(":2: column 账期: \"2024-5月\" is not a month"), "{err}");
+}
+
+#[test]
+fn gpushare_generic_aliases_and_top_ups_that_are_not_spend() {
+    let bill = parse_bill(&fixture("gpushare/valid/generic_aliases.csv"), None).unwrap();
+    assert_eq!(bill.report.profile, "gpushare");
+    assert_eq!(
+        by_category(&bill.charges),
+        cats(&[("compute", dec!(163.76)), ("data_disk", dec!(0.96))])
+    );
+    assert_eq!((bill.charges[0].kind, bill.charges[0].billed_cost), (Kind::Payment, dec!(-100.00)));
+    assert_eq!(bill.charges[4].pricing, Pricing::Subscription);
+    let err = parse_bill(&fixture("gpushare/invalid/time_without_date.csv"), None).unwrap_err();
+    assert!(err.to_string().contains(":2: column 时间: \"10:00:00\" is not a time"), "{err}");
+}
+
+#[test]
+fn an_xlsx_bill_reads_like_its_csv() {
+    let bill = parse_bill(&fixture("aliyun/valid/console_export.xlsx"), None).unwrap();
+    assert_eq!(bill.report.profile, "aliyun");
+    assert_eq!(
+        by_category(&bill.charges),
+        cats(&[
+            ("compute", dec!(193.20)),
+            ("data_disk", dec!(12.50)),
+            ("system_disk", dec!(1.25)),
+            ("traffic", dec!(3.456)),
+        ])
+    );
+    let c = &bill.charges;
+    assert_eq!(c[0].origin.line, 3, "sheet row 3: a title row and the header first");
+    assert_eq!(c[0].unit_price, Some(dec!(8.47)), "numbers keep their digits");
+    assert_eq!(c[0].charge_start.to_rfc3339(), "2024-05-01T16:00:00+00:00", "dates are local");
+    assert_eq!(c[2].instance_id.as_deref(), Some("i-bp1xlsx0001"));
+    assert_eq!(
+        bill.report.size,
+        std::fs::metadata(fixture("aliyun/valid/console_export.xlsx")).unwrap().len()
+    );
+}

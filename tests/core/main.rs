@@ -193,7 +193,7 @@ fn every_fixture_is_read_by_a_test() {
             let path = entry.unwrap().path();
             if path.is_dir() {
                 stack.push(path);
-            } else if path.extension().is_some_and(|e| e == "csv") {
+            } else if path.extension().is_some_and(|e| e == "csv" || e == "xlsx" || e == "toml") {
                 let rel = path.strip_prefix(&root).unwrap().to_string_lossy().into_owned();
                 if !sources.contains(&rel) {
                     unused.push(rel);

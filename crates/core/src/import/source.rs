@@ -11,7 +11,9 @@
 //!   合计 / 总计 / 小计 / Total are control totals, never charges.
 //! - Lines are counted as a text editor counts them; a row that spans lines (a quoted line
 //!   break) is reported at its first line.
-//! - XLSX input is issue #3; this reader takes CSV.
+//! - Spreadsheets (XLSX, XLS, ODS; by name or signature): the first sheet is read with the
+//!   same rules, converted row for row to CSV first (see `spreadsheet_as_csv`); the file's
+//!   digest is of the spreadsheet's own bytes.
 
 use std::borrow::Cow;
 use std::cell::Cell;
@@ -63,18 +65,74 @@ pub struct Header {
 
 /// Reads the bytes of a file once, hashing them on the way.
 struct HashingReader {
-    inner: BufReader<File>,
+    inner: Box<dyn Read>,
     hasher: Sha256,
     bytes: u64,
+    /// False when `inner` is not the file's bytes (a spreadsheet converted to CSV, whose
+    /// digest was taken from the file beforehand).
+    hashing: bool,
 }
 
 impl Read for HashingReader {
     fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
         let n = self.inner.read(buf)?;
-        self.hasher.update(&buf[..n]);
-        self.bytes += n as u64;
+        if self.hashing {
+            self.hasher.update(&buf[..n]);
+            self.bytes += n as u64;
+        }
         Ok(n)
     }
+}
+
+/// Whether `path` is a spreadsheet: by its name, or a ZIP (XLSX) or OLE (XLS) signature.
+fn is_spreadsheet(path: &Path) -> Result<bool> {
+    let ext = path.extension().and_then(|e| e.to_str()).map(str::to_ascii_lowercase);
+    if matches!(ext.as_deref(), Some("xlsx" | "xlsm" | "xlsb" | "xls" | "ods")) {
+        return Ok(true);
+    }
+    let mut magic = [0u8; 4];
+    let n = open(path)?.read(&mut magic).map_err(|e| Error::io(path, e))?;
+    Ok(n == 4 && (magic == *b"PK\x03\x04" || magic == [0xD0, 0xCF, 0x11, 0xE0]))
+}
+
+/// The first sheet of a spreadsheet as CSV text, row for row: the N-th sheet row is the N-th
+/// line, so errors name the row a spreadsheet shows. Numbers stored as binary floats (the
+/// only way spreadsheets keep them) are written as their shortest decimal text, which is what
+/// the spreadsheet displays for up to 15 significant digits; dates as `YYYY-MM-DD HH:MM:SS`;
+/// line breaks inside cells become spaces.
+fn spreadsheet_as_csv(path: &Path) -> Result<Vec<u8>> {
+    use calamine::{Data, Reader};
+    let bad = |m: String| Error::from(ErrorKind::Usage(format!("{}: {m}", path.display())));
+    let mut book = calamine::open_workbook_auto(path).map_err(|e| bad(e.to_string()))?;
+    let range = match book.worksheet_range_at(0) {
+        Some(r) => r.map_err(|e| bad(e.to_string()))?,
+        None => return Err(ErrorKind::Empty { path: path.to_owned() }.into()),
+    };
+    let (first_row, first_col) = range.start().unwrap_or((0, 0));
+    let mut out = csv::WriterBuilder::new().flexible(true).from_writer(Vec::new());
+    let write_err = |e: csv::Error| bad(e.to_string());
+    for _ in 0..first_row {
+        out.write_record([""]).map_err(write_err)?;
+    }
+    for row in range.rows() {
+        let mut cells: Vec<String> = vec![String::new(); first_col as usize];
+        cells.extend(row.iter().map(|cell| {
+            match cell {
+                Data::Empty => String::new(),
+                Data::String(s) => s.replace(['\r', '\n'], " "),
+                Data::Float(f) => f.to_string(),
+                Data::Int(i) => i.to_string(),
+                Data::Bool(b) => b.to_string(),
+                Data::DateTime(d) => d
+                    .as_datetime()
+                    .map_or_else(|| d.to_string(), |t| t.format("%Y-%m-%d %H:%M:%S").to_string()),
+                Data::DateTimeIso(s) | Data::DurationIso(s) => s.clone(),
+                Data::Error(e) => format!("#{e:?}"),
+            }
+        }));
+        out.write_record(&cells).map_err(write_err)?;
+    }
+    out.into_inner().map_err(|e| bad(e.to_string()))
 }
 
 /// Per-file decoding state, shared with the rows it hands out.
@@ -322,15 +380,29 @@ impl BillSource {
         forced: Option<&'static dyn Profile>,
         candidates: &[&'static dyn Profile],
     ) -> Result<Self> {
-        let (encoding, bom_len, seen_multibyte) = sniff(path)?;
-        let mut file = BufReader::with_capacity(256 * 1024, open(path)?);
-        let mut hasher = Sha256::new();
-        if bom_len > 0 {
-            let mut bom = [0u8; 3];
-            file.read_exact(&mut bom).map_err(|e| Error::io(path, e))?;
-            hasher.update(bom);
-        }
-        let hashing = HashingReader { inner: file, hasher, bytes: bom_len };
+        let spreadsheet = is_spreadsheet(path)?;
+        let (encoding, bom_len, seen_multibyte) =
+            if spreadsheet { (Encoding::Utf8, 0, true) } else { sniff(path)? };
+        let hashing = if spreadsheet {
+            let bytes = std::fs::read(path).map_err(|e| Error::io(path, e))?;
+            let hasher = Sha256::new_with_prefix(&bytes);
+            let csv = spreadsheet_as_csv(path)?;
+            HashingReader {
+                inner: Box::new(io::Cursor::new(csv)),
+                hasher,
+                bytes: bytes.len() as u64,
+                hashing: false,
+            }
+        } else {
+            let mut file = BufReader::with_capacity(256 * 1024, open(path)?);
+            let mut hasher = Sha256::new();
+            if bom_len > 0 {
+                let mut bom = [0u8; 3];
+                file.read_exact(&mut bom).map_err(|e| Error::io(path, e))?;
+                hasher.update(bom);
+            }
+            HashingReader { inner: Box::new(file), hasher, bytes: bom_len, hashing: true }
+        };
         let mut reader =
             csv::ReaderBuilder::new().has_headers(false).flexible(true).from_reader(hashing);
         let ctx = FileCtx {
