@@ -175,7 +175,7 @@ fn bad_input_exits_2_with_its_location_and_leaves_the_ledger_untouched() {
         ),
         (
             "fixtures/unknown/invalid/unknown_header.csv",
-            "error: fixtures/unknown/invalid/unknown_header.csv:1: column 交易时间: not found in the header: no known bill format matches this file\n  header found: date, amount, description\n",
+            "error: fixtures/unknown/invalid/unknown_header.csv:1: column 交易时间: not found in the header: no known bill format matches this file\n  header found: date, amount, description\n  closest: autodl (missing: 交易时间, 交易金额, 备注)\n  closest: aliyun (missing: 账期, 实例ID, 应付金额)\n  hint: name the format with --profile NAME, or write a profile file: `gpuaudit formats --show NAME` prints one to start from\n",
         ),
         (
             "fixtures/unknown/invalid/empty.csv",

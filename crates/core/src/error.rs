@@ -172,7 +172,7 @@ fn unknown_format_message(location: &Location, header: &[String], closest: &[Nea
         ));
     }
     s.push_str(
-        "\n  hint: name the format with --profile NAME; `gpuaudit formats` lists the known ones",
+        "\n  hint: name the format with --profile NAME, or write a profile file: `gpuaudit formats --show NAME` prints one to start from",
     );
     s
 }
