@@ -1,0 +1,82 @@
+#!/usr/bin/env python3
+"""gpuaudit import against DuckDB on the same FOCUS export, timed in one run.
+
+usage: python3 benches/vs_duckdb.py PATH/TO/release/gpuaudit [SIZE_MB ...]   (default 100 1000)
+
+For each size it generates a FOCUS 1.2 CSV (about 200 bytes a row: 1000 MB ≈ 5 M rows) under
+$CARGO_TARGET_DIR/bench-data (never committed), then runs, three times each and alternating:
+  - `gpuaudit import FILE` into a fresh ledger (detection, parsing, dedup, Parquet, commit);
+  - DuckDB (the Python package) `COPY (SELECT * FROM read_csv(FILE)) TO 'x.parquet'`.
+It prints the median wall time of each, the ratio, and each tool's peak RSS (/usr/bin/time -f %M,
+or getrusage of the child when that is missing). Needs `pip install duckdb`."""
+import os, random, shutil, statistics, subprocess, sys, tempfile, time, resource
+
+GPUAUDIT = os.path.abspath(sys.argv[1])
+SIZES = [int(s) for s in sys.argv[2:]] or [100, 1000]
+DATA = os.path.join(os.environ.get("CARGO_TARGET_DIR", "target"), "bench-data")
+HEADER = ("BillingAccountId,BillingCurrency,BillingPeriodStart,BillingPeriodEnd,ChargePeriodStart,"
+          "ChargePeriodEnd,ChargeCategory,ChargeClass,ChargeDescription,PricingCategory,PricingQuantity,"
+          "PricingUnit,ListUnitPrice,ListCost,BilledCost,ResourceId,ResourceType,RegionId,ServiceCategory,"
+          "ServiceName\n")
+KINDS = [("Virtual Machine", "Compute", "Virtual Machines", "NC24ads_A100_v4 hours", "Hours", 3673),
+         ("Disk", "Storage", "Storage", "P30 Premium SSD", "GB-Month", 60),
+         ("Snapshot", "Storage", "Storage", "Snapshot LRS", "GB-Month", 5),
+         ("Public IP Address", "Networking", "Virtual Network", "Standard IPv4 Static Public IP", "Hours", 5),
+         ("NULL", "Networking", "Bandwidth", "Data Transfer Out", "GB", 117)]
+
+def generate(path, megabytes):
+    rng = random.Random(megabytes)
+    target = megabytes * 1_000_000
+    with open(path, "w") as f:
+        f.write(HEADER)
+        written, i = len(HEADER), 0
+        while written < target:
+            rtype, scat, sname, desc, unit, cost = KINDS[i % len(KINDS)]
+            hour = (i // len(KINDS)) % (31 * 24)
+            day, h = 1 + hour // 24, hour % 24
+            res = f"/subscriptions/s{i % 97}/res-{i // (len(KINDS) * 744)}-{i % len(KINDS)}"
+            c = cost + rng.randint(0, 9)
+            line = (f"012345678901,USD,2024-05-01T00:00:00Z,2024-06-01T00:00:00Z,2024-05-{day:02d} {h:02d}:00:00,"
+                    f"2024-05-{day:02d} {h:02d}:59:59,Usage,NULL,{desc},Standard,1,{unit},{c / 1000:.3f},{c / 1000:.3f},"
+                    f"{c / 1000:.3f},{res},{rtype},eastus,{scat},{sname}\n")
+            f.write(line)
+            written += len(line)
+            i += 1
+    return i
+
+def timed(cmd, cwd):
+    """Wall seconds and peak RSS in MB of one run of cmd."""
+    has_time = os.path.exists("/usr/bin/time")
+    full = ["/usr/bin/time", "-f", "%M"] + cmd if has_time else cmd
+    start = time.perf_counter()
+    out = subprocess.run(full, cwd=cwd, capture_output=True, text=True)
+    wall = time.perf_counter() - start
+    if out.returncode != 0:
+        sys.exit(f"failed: {' '.join(cmd)}\n{out.stderr}")
+    if has_time:
+        rss_kb = int(out.stderr.strip().splitlines()[-1])
+    else:
+        rss_kb = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
+    return wall, rss_kb / 1024
+
+DUCK = ("import duckdb,sys; duckdb.connect().execute(\"COPY (SELECT * FROM read_csv('%s')) TO '%s' "
+        "(FORMAT parquet)\")")
+
+os.makedirs(DATA, exist_ok=True)
+print("size     rows       gpuaudit s  duckdb s  ratio  gpuaudit RSS MB  duckdb RSS MB")
+for mb in SIZES:
+    path = os.path.join(DATA, f"focus-{mb}mb.csv")
+    rows_path = path + ".rows"
+    if not os.path.exists(rows_path):
+        rows = generate(path, mb)
+        open(rows_path, "w").write(str(rows))
+    rows = int(open(rows_path).read())
+    ours, theirs = [], []
+    for _ in range(3):
+        with tempfile.TemporaryDirectory(dir=DATA) as tmp:
+            ours.append(timed([GPUAUDIT, "--ledger", os.path.join(tmp, "ledger"), "import", path], tmp))
+            theirs.append(timed([sys.executable, "-c", DUCK % (path, os.path.join(tmp, "x.parquet"))], tmp))
+    g = statistics.median(w for w, _ in ours)
+    d = statistics.median(w for w, _ in theirs)
+    print(f"{mb:>5} MB {rows:>9} {g:>11.2f} {d:>9.2f} {g / d:>6.2f} {max(r for _, r in ours):>16.0f} "
+          f"{max(r for _, r in theirs):>14.0f}")
