@@ -5,11 +5,7 @@ use gpuaudit_core::{Category, Kind, Pricing, parse_bill};
 use rust_decimal::Decimal;
 use rust_decimal_macros::dec;
 
-use super::{by_category, fixture};
-
-fn cats(pairs: &[(&str, Decimal)]) -> std::collections::BTreeMap<String, Decimal> {
-    pairs.iter().map(|(k, v)| ((*k).to_owned(), *v)).collect()
-}
+use super::{by_category, cats, fixture};
 
 #[test]
 fn focus_export_with_null_strings_and_times_without_t() {

@@ -30,7 +30,8 @@ pub fn by_category(charges: &[Charge]) -> BTreeMap<String, Decimal> {
         .collect()
 }
 
-fn cats(pairs: &[(&str, Decimal)]) -> BTreeMap<String, Decimal> {
+/// Expected totals by category.
+pub fn cats(pairs: &[(&str, Decimal)]) -> BTreeMap<String, Decimal> {
     pairs.iter().map(|(k, v)| ((*k).to_owned(), *v)).collect()
 }
 
