@@ -13,7 +13,7 @@ mod profile;
 mod source;
 pub mod spec;
 
-use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::collections::{BTreeMap, BTreeSet, HashSet};
 use std::path::Path;
 
 use rust_decimal::Decimal;
@@ -191,9 +191,13 @@ impl Sink for Collect {
 }
 
 /// Gives each parsed row its [`ChargeId`]: native, or content plus occurrence in the file.
+///
+/// The occurrence number of a row is found by trying occurrence 0, 1, … until the id is not
+/// among the ids this file already gave: identical rows are rare, so this keeps one 16-byte
+/// id per row instead of a counter per distinct content.
 #[derive(Default)]
 struct IdAssigner {
-    occurrences: HashMap<u128, u32, crate::charge::IdKeys>,
+    given: HashSet<u128, crate::charge::IdKeys>,
 }
 
 impl IdAssigner {
@@ -205,9 +209,12 @@ impl IdAssigner {
             }
             None => {
                 let key = ChargeId::content_key(&charge);
-                let seen = self.occurrences.entry(key).or_insert(0);
-                let id = ChargeId::from_content(key, *seen);
-                *seen += 1;
+                let mut occurrence = 0;
+                let mut id = ChargeId::from_content(key, occurrence);
+                while !self.given.insert(id.0) {
+                    occurrence += 1;
+                    id = ChargeId::from_content(key, occurrence);
+                }
                 id
             }
         };

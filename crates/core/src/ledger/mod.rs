@@ -18,8 +18,9 @@
 //! - Deduplication: the ids of every committed charge are loaded (only the `id` column) when
 //!   a writer starts; a charge whose id is known, from the ledger or earlier in the same
 //!   batch, is a duplicate.
-//! - Charges are buffered per partition and flushed as a Parquet part file every
-//!   [`FLUSH_ROWS`] rows, so memory holds the known ids and one columnar batch.
+//! - Charges are buffered per partition and flushed as Parquet part files every
+//!   [`FLUSH_ROWS`] rows, written by a second thread while parsing goes on; memory holds the
+//!   known ids and at most three batches.
 //! - The partition month is the charge's billing period.
 //! - Setting the environment variable `GPUAUDIT_FAILPOINT=before-commit` aborts the process
 //!   after the Parquet files are written and before the manifest is replaced: the crash
@@ -44,7 +45,7 @@ use crate::error::{Error, ErrorKind, MAX_LISTED_ROW_ERRORS, Result, RowError};
 use crate::import::{self, ControlTotal, FileReport, Profile, Sink};
 
 /// Rows buffered before a part file is written.
-pub const FLUSH_ROWS: usize = 100_000;
+pub const FLUSH_ROWS: usize = 65_536;
 
 /// The default ledger folder, relative to the working directory.
 pub const DEFAULT_DIR: &str = ".gpuaudit";
@@ -267,6 +268,7 @@ impl Store {
             rejects: Vec::new(),
             sources: Vec::new(),
             totals: Totals::new(),
+            parquet: None,
         })
     }
 
@@ -401,6 +403,42 @@ pub struct Writer {
     rejects: Vec<String>,
     sources: Vec<SourceFile>,
     totals: Totals,
+    parquet: Option<ParquetThread>,
+}
+
+/// Charges waiting to be written, and where.
+type ParquetJob = (PathBuf, Vec<Charge>);
+
+/// The thread that turns buffered charges into Parquet part files, one batch behind parsing.
+struct ParquetThread {
+    jobs: std::sync::mpsc::SyncSender<ParquetJob>,
+    thread: std::thread::JoinHandle<Result<()>>,
+}
+
+impl ParquetThread {
+    fn start() -> Self {
+        // One batch queued while one is written: memory holds at most three batches.
+        let (jobs, queue) = std::sync::mpsc::sync_channel::<ParquetJob>(1);
+        let thread = std::thread::spawn(move || {
+            for (path, charges) in queue {
+                write_part(&path, &charges)?;
+            }
+            Ok(())
+        });
+        ParquetThread { jobs, thread }
+    }
+}
+
+/// Writes one part file and syncs it to disk.
+fn write_part(path: &Path, charges: &[Charge]) -> Result<()> {
+    let parquet_error = |source| Error::from(ErrorKind::Parquet { path: path.to_owned(), source });
+    let mut df = columns::to_frame(charges).map_err(parquet_error)?;
+    let mut file = io(path, File::create(path))?;
+    ParquetWriter::new(&mut file)
+        .with_compression(ParquetCompression::Zstd(None))
+        .finish(&mut df)
+        .map_err(parquet_error)?;
+    io(path, file.sync_all())
 }
 
 impl Writer {
@@ -418,6 +456,7 @@ impl Writer {
             rejects: Vec::new(),
             sources: Vec::new(),
             totals: Totals::new(),
+            parquet: None,
         }
     }
 
@@ -443,31 +482,41 @@ impl Writer {
         Ok(true)
     }
 
-    /// Writes every buffered partition as a part file.
+    /// Hands every buffered partition to the Parquet thread, which writes it as a part file
+    /// while parsing goes on (the machines have two cores).
     fn flush(&mut self) -> Result<()> {
         for ((month, platform), charges) in std::mem::take(&mut self.buffers) {
             let dir = format!("charges/month={month}/platform={platform}");
             let rel = format!("{dir}/{}-{:04}.parquet", self.batch, self.parts.len());
             let path = self.root.join(&rel);
             io(&path, fs::create_dir_all(self.root.join(&dir)))?;
-            let parquet_error =
-                |source| Error::from(ErrorKind::Parquet { path: path.clone(), source });
-            let mut df = columns::to_frame(&charges).map_err(parquet_error)?;
-            let mut file = io(&path, File::create(&path))?;
             self.parts.push(PartFile {
                 path: rel,
                 month: month.to_string(),
                 platform,
                 rows: charges.len() as u64,
             });
-            ParquetWriter::new(&mut file)
-                .with_compression(ParquetCompression::Zstd(None))
-                .finish(&mut df)
-                .map_err(parquet_error)?;
-            io(&path, file.sync_all())?;
+            let parquet = self.parquet.get_or_insert_with(ParquetThread::start);
+            if parquet.jobs.send((path, charges)).is_err() {
+                // The thread stopped on an error: `finish_parquet` reports it.
+                return self.finish_parquet();
+            }
         }
         self.buffered = 0;
         Ok(())
+    }
+
+    /// Waits for the Parquet thread to write what it was given; its first error, if any.
+    fn finish_parquet(&mut self) -> Result<()> {
+        match self.parquet.take() {
+            None => Ok(()),
+            Some(ParquetThread { jobs, thread }) => {
+                drop(jobs);
+                thread.join().unwrap_or_else(|_| {
+                    Err(Error::ledger(&self.root, "the Parquet writer thread panicked"))
+                })
+            }
+        }
     }
 
     fn start_rejects(&mut self, path: &Path, header: &[String]) -> Result<RejectFile> {
@@ -499,6 +548,7 @@ impl Writer {
     /// Removes what this batch wrote; the manifest was never touched.
     fn abort(&mut self) {
         self.buffers.clear();
+        let _ = self.finish_parquet();
         let written = self.parts.iter().map(|p| &p.path).chain(&self.rejects);
         for rel in written {
             let path = self.root.join(rel);
@@ -519,7 +569,11 @@ impl Writer {
     /// Writes what is buffered and commits the batch by replacing the manifest. Returns the
     /// batch id, or `None` when the batch added nothing (then nothing changes).
     fn commit(mut self) -> Result<Option<String>> {
-        self.flush()?;
+        let written = self.flush().and_then(|()| self.finish_parquet());
+        if let Err(e) = written {
+            self.abort();
+            return Err(e);
+        }
         if self.parts.is_empty() && self.rejects.is_empty() {
             return Ok(None);
         }
