@@ -20,7 +20,7 @@
 //!   batch, is a duplicate.
 //! - Charges are buffered per partition and flushed as Parquet part files every
 //!   [`FLUSH_ROWS`] rows, written by a second thread while parsing goes on; memory holds the
-//!   known ids and at most three batches.
+//!   known ids and at most two batches.
 //! - The partition month is the charge's billing period.
 //! - Setting the environment variable `GPUAUDIT_FAILPOINT=before-commit` aborts the process
 //!   after the Parquet files are written and before the manifest is replaced: the crash
@@ -45,7 +45,7 @@ use crate::error::{Error, ErrorKind, MAX_LISTED_ROW_ERRORS, Result, RowError};
 use crate::import::{self, ControlTotal, FileReport, Profile, Sink};
 
 /// Rows buffered before a part file is written.
-pub const FLUSH_ROWS: usize = 65_536;
+pub const FLUSH_ROWS: usize = 32_768;
 
 /// The default ledger folder, relative to the working directory.
 pub const DEFAULT_DIR: &str = ".gpuaudit";
@@ -417,8 +417,9 @@ struct ParquetThread {
 
 impl ParquetThread {
     fn start() -> Self {
-        // One batch queued while one is written: memory holds at most three batches.
-        let (jobs, queue) = std::sync::mpsc::sync_channel::<ParquetJob>(1);
+        // A rendezvous: the next batch is handed over only when the last one is written, so
+        // memory holds at most two batches.
+        let (jobs, queue) = std::sync::mpsc::sync_channel::<ParquetJob>(0);
         let thread = std::thread::spawn(move || {
             for (path, charges) in queue {
                 write_part(&path, &charges)?;
