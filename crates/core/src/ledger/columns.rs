@@ -78,13 +78,26 @@ fn time_col(name: &str, values: impl Iterator<Item = DateTime<Utc>>) -> Column {
 /// Builds the DataFrame of `charges`.
 pub fn to_frame(charges: &[Charge]) -> PolarsResult<DataFrame> {
     let s = |f: fn(&Charge) -> Option<&str>| charges.iter().map(f);
-    let periods: Vec<String> = charges.iter().map(|c| c.billing_period.to_string()).collect();
-    let ids: Vec<String> = charges.iter().map(|c| c.id.to_string()).collect();
+    let formatted = |name: &str, f: &dyn Fn(&Charge, &mut String)| -> Column {
+        let mut builder = StringChunkedBuilder::new(name.into(), charges.len());
+        let mut text = String::with_capacity(32);
+        for c in charges {
+            text.clear();
+            f(c, &mut text);
+            builder.append_value(&text);
+        }
+        builder.finish().into_series().into()
+    };
+    use std::fmt::Write as _;
     let columns = vec![
-        text_col("id", ids.iter().map(|s| Some(s.as_str()))),
+        formatted("id", &|c, t| {
+            let _ = write!(t, "{}", c.id);
+        }),
         text_col("platform", s(|c| Some(&c.platform))),
         text_col("account", s(|c| c.account.as_deref())),
-        text_col("billing_period", periods.iter().map(|s| Some(s.as_str()))),
+        formatted("billing_period", &|c, t| {
+            let _ = write!(t, "{}", c.billing_period);
+        }),
         time_col("charge_start", charges.iter().map(|c| c.charge_start)),
         time_col("charge_end", charges.iter().map(|c| c.charge_end)),
         text_col("resource_id", s(|c| c.resource_id.as_deref())),

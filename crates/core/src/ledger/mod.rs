@@ -467,14 +467,32 @@ impl Writer {
             return Ok(false);
         }
         if charge.is_spend() {
-            let key = (charge.platform.clone(), charge.category, charge.currency.clone());
-            let total = self.totals.entry(key).or_default();
+            // Keys are looked up borrowed: no allocation per row once a group exists.
+            let found = self.totals.iter_mut().find(|((p, c, cur), _)| {
+                *p == charge.platform && *c == charge.category && *cur == charge.currency
+            });
+            let total = match found {
+                Some((_, total)) => total,
+                None => self
+                    .totals
+                    .entry((charge.platform.clone(), charge.category, charge.currency.clone()))
+                    .or_default(),
+            };
             total.0 += charge.billed_cost;
             total.1 += 1;
         }
         if write {
-            let key = (charge.billing_period, charge.platform.clone());
-            self.buffers.entry(key).or_default().push(charge);
+            let found = self
+                .buffers
+                .iter_mut()
+                .find(|((m, p), _)| *m == charge.billing_period && *p == charge.platform);
+            match found {
+                Some((_, rows)) => rows.push(charge),
+                None => {
+                    let key = (charge.billing_period, charge.platform.clone());
+                    self.buffers.entry(key).or_default().push(charge);
+                }
+            }
             self.buffered += 1;
             if self.buffered >= FLUSH_ROWS {
                 self.flush()?;
