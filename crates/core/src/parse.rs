@@ -70,6 +70,10 @@ pub fn parse_amount(text: &str) -> Result<Option<Decimal>, String> {
     } else {
         value
     };
+    // The ledger stores DECIMAL(38, 12): 26 digits before the point at most.
+    if value.abs() >= Decimal::from_i128_with_scale(10i128.pow(26), 0) {
+        return Err(format!("{text:?} is too large an amount"));
+    }
     if value.scale() > MAX_SCALE && value.normalize().scale() > MAX_SCALE {
         return Err(format!("{text:?} has more than {MAX_SCALE} decimal places"));
     }
@@ -253,6 +257,10 @@ mod tests {
         }
         assert!(parse_amount("0.1234567890123").unwrap_err().contains("decimal places"));
         assert_eq!(parse_amount("0.1234567890120"), Ok(Some(dec!(0.123456789012))));
+        let largest = "99999999999999999999999999.999999999999";
+        assert!(parse_amount(largest).is_err(), "more than 28 digits");
+        assert!(parse_amount("99999999999999999999999999").is_ok(), "26 digits fit");
+        assert!(parse_amount("100000000000000000000000000").unwrap_err().contains("too large"));
     }
 
     #[test]
