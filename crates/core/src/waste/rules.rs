@@ -152,8 +152,14 @@ fn days(hours: u32) -> String {
 }
 
 /// Shared body of W001 and W002: charges of `categories` inside their instance's off periods
-/// beyond `grace_hours`.
-fn while_off<'a>(ctx: &Context<'a>, categories: &[Category], grace_hours: u32) -> Drafts<'a> {
+/// beyond `grace_hours`, one finding per resource; `action` ends the recommendation.
+fn while_off(
+    rule: &dyn Rule,
+    ctx: &Context<'_>,
+    categories: &[Category],
+    grace_hours: u32,
+    action: &str,
+) -> Vec<Finding> {
     let mut drafts = Drafts::default();
     let grace = Duration::hours(i64::from(grace_hours));
     let mut off: std::collections::HashMap<&str, Vec<Span>> = Default::default();
@@ -174,7 +180,18 @@ fn while_off<'a>(ctx: &Context<'a>, categories: &[Category], grace_hours: u32) -
             off.entry(instance.as_str()).or_insert_with(|| tl.off_after_grace(known, grace));
         drafts.add(c, prorated(c, spans), clip(c, spans));
     }
-    drafts
+    drafts.findings(rule, |items| {
+        let c = items[0].0;
+        let instance = c.instance_id.as_deref().unwrap_or_default();
+        (
+            resource_projection(ctx, c),
+            format!(
+                "The {} kept billing while instance {instance} was off for more than {}: {action}",
+                name_of(c),
+                days(grace_hours)
+            ),
+        )
+    })
 }
 
 /// W001: disks billing while their instance is off, beyond the grace period.
@@ -188,20 +205,9 @@ impl Rule for StorageWhileOff {
         "storage-while-off"
     }
     fn check(&self, ctx: &Context<'_>) -> Vec<Finding> {
-        let grace = ctx.config.waste.storage_grace_hours;
-        while_off(ctx, &[Category::SystemDisk, Category::DataDisk], grace).findings(self, |items| {
-            let c = items[0].0;
-            let instance = c.instance_id.as_deref().unwrap_or_default();
-            (
-                resource_projection(ctx, c),
-                format!(
-                    "The {} kept billing while instance {instance} was off for more than {}: \
-                     release it, or move its data to cheaper storage before a long stop.",
-                    name_of(c),
-                    days(grace)
-                ),
-            )
-        })
+        let categories = [Category::SystemDisk, Category::DataDisk];
+        let action = "release it, or move its data to cheaper storage before a long stop.";
+        while_off(self, ctx, &categories, ctx.config.waste.storage_grace_hours, action)
     }
 }
 
@@ -216,20 +222,8 @@ impl Rule for IdlePublicIp {
         "idle-public-ip"
     }
     fn check(&self, ctx: &Context<'_>) -> Vec<Finding> {
-        let grace = ctx.config.waste.ip_grace_hours;
-        while_off(ctx, &[Category::PublicIp], grace).findings(self, |items| {
-            let c = items[0].0;
-            let instance = c.instance_id.as_deref().unwrap_or_default();
-            (
-                resource_projection(ctx, c),
-                format!(
-                    "The {} kept billing while instance {instance} was off for more than {}: \
-                     release or unbind it when the instance stops.",
-                    name_of(c),
-                    days(grace)
-                ),
-            )
-        })
+        let action = "release or unbind it when the instance stops.";
+        while_off(self, ctx, &[Category::PublicIp], ctx.config.waste.ip_grace_hours, action)
     }
 }
 
