@@ -57,6 +57,40 @@ fn an_overlapping_export_adds_only_its_new_rows() {
 }
 
 #[test]
+fn ids_spilled_to_disk_deduplicate_exactly_as_in_memory() {
+    // Two ids in memory at most: every few rows the ids spill to a run file, so identity
+    // (identical rows), duplicates across files and re-imports are all decided on disk.
+    let files = [
+        fixture("aliyun/valid/english_headers.csv"),
+        fixture("aliyun/valid/overlap_may01_02.csv"),
+        fixture("aliyun/valid/overlap_may02_03.csv"),
+        fixture("autodl/valid/two_days.csv"),
+    ];
+    let spilling = ImportOptions { ids_in_memory: Some(2), ..Default::default() };
+    let (_a, in_memory) = ledger();
+    let (_b, on_disk) = ledger();
+    let want = in_memory.import(&files, &ImportOptions::default()).unwrap();
+    let got = on_disk.import(&files, &spilling).unwrap();
+    let counts = |o: &gpuaudit_core::ledger::ImportOutcome| {
+        o.files.iter().map(|f| (f.new, f.duplicates)).collect::<Vec<_>>()
+    };
+    assert_eq!(counts(&got), counts(&want));
+    assert_eq!(counts(&got)[2], (2, 2), "the overlap is found in the spilled ids");
+    let ids = |s: &Store| {
+        let mut ids: Vec<_> =
+            s.load(&LoadFilter::default()).unwrap().iter().map(|c| c.id).collect();
+        ids.sort();
+        ids
+    };
+    assert_eq!(ids(&on_disk), ids(&in_memory));
+    assert_eq!(ids(&on_disk).len(), 9 + 4 + 2 + 7);
+    let again = on_disk.import(&files, &spilling).unwrap();
+    assert!(again.files.iter().all(|f| f.new == 0), "{:?}", counts(&again));
+    assert_eq!(again.batch, None);
+    assert!(!on_disk.root().join("tmp").exists(), "scratch files are removed");
+}
+
+#[test]
 fn a_dry_run_counts_but_writes_nothing() {
     let (dir, store) = ledger();
     let options = ImportOptions { dry_run: true, ..Default::default() };

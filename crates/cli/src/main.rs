@@ -9,6 +9,11 @@ use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
 
+/// mimalloc: import allocates a few small strings per row on two threads; glibc's malloc
+/// spent about 15% of an import in malloc/free (perf, see benches/vs_duckdb.py).
+#[global_allocator]
+static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 /// Import GPU and cloud bills into one exact ledger, and see where the money went.
 #[derive(Parser)]
 #[command(name = "gpuaudit", version, about, max_term_width = 100)]

@@ -25,6 +25,7 @@
 mod charge;
 pub mod config;
 mod error;
+pub mod ids;
 pub mod import;
 #[cfg(feature = "store")]
 pub mod ledger;

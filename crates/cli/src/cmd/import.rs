@@ -40,6 +40,7 @@ pub fn run(
         candidates: profiles.to_vec(),
         skip_invalid: args.skip_invalid,
         dry_run: args.dry_run,
+        ids_in_memory: None,
     };
     let outcome = store.import(&args.files, &options)?;
     for f in &outcome.files {

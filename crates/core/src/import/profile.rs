@@ -57,6 +57,11 @@ pub trait Profile: Sync {
     fn zone(&self) -> Tz;
     /// A parser for one file.
     fn parser(&self) -> Box<dyn RowParser + '_>;
+    /// Whether each row is read on its own (no rule looks at other rows): the rows of a big
+    /// file are then parsed on several threads. When false, one parser sees every row in order.
+    fn rows_independent(&self) -> bool {
+        false
+    }
     /// The profile as data, when it is defined by a profile file.
     fn as_spec(&self) -> Option<&crate::import::spec::SpecProfile> {
         None

@@ -535,6 +535,9 @@ impl Profile for SpecProfile {
     fn parser(&self) -> Box<dyn RowParser + '_> {
         Box::new(SpecParser { profile: self, kept: Vec::new() })
     }
+    fn rows_independent(&self) -> bool {
+        !self.spec.times.rules.iter().any(|r| r.span == SpanRule::SincePreviousRow)
+    }
     fn as_spec(&self) -> Option<&SpecProfile> {
         Some(self)
     }

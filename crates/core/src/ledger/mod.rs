@@ -40,8 +40,9 @@ use serde::{Deserialize, Serialize};
 
 pub use columns::COLUMNS;
 
-use crate::charge::{Category, Charge, IdKeys, YearMonth};
+use crate::charge::{Category, Charge, YearMonth};
 use crate::error::{Error, ErrorKind, MAX_LISTED_ROW_ERRORS, Result, RowError};
+use crate::ids::IdIndex;
 use crate::import::{self, ControlTotal, FileReport, Profile, Sink};
 
 /// Rows buffered before a part file is written.
@@ -53,6 +54,8 @@ pub const DEFAULT_DIR: &str = ".gpuaudit";
 const MANIFEST: &str = "manifest.json";
 const MANIFEST_TMP: &str = "manifest.json.tmp";
 const LOCK: &str = "LOCK";
+/// Scratch files of a writer (spilled id runs), removed when it ends or by the next writer.
+const TMP: &str = "tmp";
 
 /// The list of committed batches.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -135,6 +138,9 @@ pub struct ImportOptions {
     pub skip_invalid: bool,
     /// Read and count, write nothing.
     pub dry_run: bool,
+    /// The most charge ids held in memory before they spill to scratch files
+    /// ([`crate::ids::IN_MEMORY`] when `None`): lower it to bound memory further.
+    pub ids_in_memory: Option<usize>,
 }
 
 /// What importing one file did.
@@ -228,6 +234,11 @@ impl Store {
     /// Takes the writer's lock (waiting for another writer to finish), sweeps files left by
     /// a crashed writer and loads the known ids.
     pub fn writer(&self) -> Result<Writer> {
+        self.writer_keeping(crate::ids::IN_MEMORY)
+    }
+
+    /// [`Store::writer`], holding at most `ids_in_memory` ids in memory.
+    fn writer_keeping(&self, ids_in_memory: usize) -> Result<Writer> {
         io(&self.root, fs::create_dir_all(&self.root))?;
         let lock_path = self.root.join(LOCK);
         let lock = io(
@@ -237,7 +248,12 @@ impl Store {
         io(&lock_path, lock.lock())?;
         let manifest = self.manifest()?;
         self.sweep(&manifest)?;
-        let mut known = HashSet::default();
+        let batch = format!(
+            "{}-{:08x}",
+            Utc::now().format("%Y%m%dT%H%M%S%.6fZ"),
+            std::process::id() ^ (Utc::now().timestamp_subsec_nanos())
+        );
+        let mut known = IdIndex::spilling(self.root.join(TMP).join(&batch), ids_in_memory);
         for part in manifest.batches.iter().flat_map(|b| &b.files) {
             let path = self.root.join(&part.path);
             let df = read_parquet(&path, Some(vec!["id".into()]))?;
@@ -248,19 +264,15 @@ impl Store {
             for id in ids.iter().flatten() {
                 let id = u128::from_str_radix(id, 16)
                     .map_err(|_| Error::ledger(&path, format!("bad charge id {id:?}")))?;
-                known.insert(id);
+                known.claim(id, 0)?;
             }
         }
-        let batch = format!(
-            "{}-{:08x}",
-            Utc::now().format("%Y%m%dT%H%M%S%.6fZ"),
-            std::process::id() ^ (Utc::now().timestamp_subsec_nanos())
-        );
         Ok(Writer {
             root: self.root.clone(),
             _lock: Some(lock),
             manifest,
             known,
+            file: 0,
             batch,
             buffers: BTreeMap::new(),
             buffered: 0,
@@ -281,7 +293,7 @@ impl Store {
             .flat_map(|b| b.files.iter().map(|p| &p.path).chain(&b.rejects))
             .map(|p| self.root.join(p))
             .collect();
-        for top in ["charges", "rejects"] {
+        for top in ["charges", "rejects", TMP] {
             remove_unnamed(&self.root.join(top), &named)?;
         }
         let tmp = self.root.join(MANIFEST_TMP);
@@ -293,14 +305,16 @@ impl Store {
 
     /// Imports `files` as one batch. See the module docs for what is atomic.
     pub fn import(&self, files: &[PathBuf], options: &ImportOptions) -> Result<ImportOutcome> {
+        let in_memory = options.ids_in_memory.unwrap_or(crate::ids::IN_MEMORY).max(1);
         let mut writer = if options.dry_run && !self.root.join(MANIFEST).exists() {
             Writer::detached(&self.root)
         } else {
-            self.writer()?
+            self.writer_keeping(in_memory)?
         };
         let mut outcomes = Vec::new();
         let mut failure = Failure::default();
         for path in files {
+            writer.file += 1;
             let mut sink = BatchSink {
                 writer: &mut writer,
                 options,
@@ -395,7 +409,10 @@ pub struct Writer {
     /// The advisory lock, released on drop; `None` for a dry run on a missing ledger.
     _lock: Option<File>,
     manifest: Manifest,
-    known: HashSet<u128, IdKeys>,
+    /// Every id of the ledger and of the batch so far.
+    known: IdIndex,
+    /// Serial of the file being read (0 stands for the committed ledger).
+    file: u32,
     batch: String,
     buffers: BTreeMap<(YearMonth, String), Vec<Charge>>,
     buffered: usize,
@@ -412,6 +429,9 @@ type ParquetJob = (PathBuf, Vec<Charge>);
 /// The thread that turns buffered charges into Parquet part files, one batch behind parsing.
 struct ParquetThread {
     jobs: std::sync::mpsc::SyncSender<ParquetJob>,
+    /// Emptied buffers coming back, to be filled again: a fresh buffer grown row by row costs
+    /// page faults on memory the kernel must zero (a sixth of an import's time, measured).
+    spare: std::sync::mpsc::Receiver<Vec<Charge>>,
     thread: std::thread::JoinHandle<Result<()>>,
 }
 
@@ -420,13 +440,16 @@ impl ParquetThread {
         // A rendezvous: the next batch is handed over only when the last one is written, so
         // memory holds at most two batches.
         let (jobs, queue) = std::sync::mpsc::sync_channel::<ParquetJob>(0);
+        let (give_back, spare) = std::sync::mpsc::channel();
         let thread = std::thread::spawn(move || {
-            for (path, charges) in queue {
+            for (path, mut charges) in queue {
                 write_part(&path, &charges)?;
+                charges.clear();
+                let _ = give_back.send(charges);
             }
             Ok(())
         });
-        ParquetThread { jobs, thread }
+        ParquetThread { jobs, spare, thread }
     }
 }
 
@@ -449,7 +472,11 @@ impl Writer {
             root: root.to_owned(),
             _lock: None,
             manifest: Manifest { version: 1, batches: Vec::new() },
-            known: HashSet::default(),
+            known: IdIndex::spilling(
+                std::env::temp_dir().join(format!("gpuaudit-dry-run-{}", std::process::id())),
+                crate::ids::IN_MEMORY,
+            ),
+            file: 0,
             batch: "dry-run".into(),
             buffers: BTreeMap::new(),
             buffered: 0,
@@ -461,11 +488,8 @@ impl Writer {
         }
     }
 
-    /// Whether `charge` is new; if so it is taken into the batch.
-    fn add(&mut self, charge: Charge, write: bool) -> Result<bool> {
-        if !self.known.insert(charge.id.0) {
-            return Ok(false);
-        }
+    /// Takes a new charge into the batch.
+    fn add(&mut self, charge: Charge, write: bool) -> Result<()> {
         if charge.is_spend() {
             // Keys are looked up borrowed: no allocation per row once a group exists.
             let found = self.totals.iter_mut().find(|((p, c, cur), _)| {
@@ -490,7 +514,10 @@ impl Writer {
                 Some((_, rows)) => rows.push(charge),
                 None => {
                     let key = (charge.billing_period, charge.platform.clone());
-                    self.buffers.entry(key).or_default().push(charge);
+                    let spare = self.parquet.as_ref().and_then(|p| p.spare.try_recv().ok());
+                    let mut rows = spare.unwrap_or_else(|| Vec::with_capacity(FLUSH_ROWS));
+                    rows.push(charge);
+                    self.buffers.insert(key, rows);
                 }
             }
             self.buffered += 1;
@@ -498,7 +525,7 @@ impl Writer {
                 self.flush()?;
             }
         }
-        Ok(true)
+        Ok(())
     }
 
     /// Hands every buffered partition to the Parquet thread, which writes it as a part file
@@ -529,7 +556,7 @@ impl Writer {
     fn finish_parquet(&mut self) -> Result<()> {
         match self.parquet.take() {
             None => Ok(()),
-            Some(ParquetThread { jobs, thread }) => {
+            Some(ParquetThread { jobs, thread, .. }) => {
                 drop(jobs);
                 thread.join().unwrap_or_else(|_| {
                     Err(Error::ledger(&self.root, "the Parquet writer thread panicked"))
@@ -625,6 +652,14 @@ impl Writer {
     }
 }
 
+impl Drop for Writer {
+    /// Removes the writer's scratch files, and the scratch folder when no other is left.
+    fn drop(&mut self) {
+        self.known = IdIndex::in_memory();
+        let _ = fs::remove_dir(self.root.join(TMP));
+    }
+}
+
 /// Aborts the process at `name` when `GPUAUDIT_FAILPOINT` says so (crash tests).
 fn failpoint(name: &str) {
     if std::env::var_os("GPUAUDIT_FAILPOINT").is_some_and(|v| v == name) {
@@ -662,14 +697,18 @@ impl Sink for BatchSink<'_> {
         Ok(())
     }
 
-    fn charge(&mut self, charge: Charge) -> Result<()> {
-        let write = !self.options.dry_run && self.failure.total == 0;
-        if self.writer.add(charge, write)? {
-            self.new += 1;
-        } else {
+    fn ids(&mut self) -> (&mut IdIndex, u32) {
+        (&mut self.writer.known, self.writer.file)
+    }
+
+    fn charge(&mut self, charge: Charge, new: bool) -> Result<()> {
+        if !new {
             self.duplicates += 1;
+            return Ok(());
         }
-        Ok(())
+        self.new += 1;
+        let write = !self.options.dry_run && self.failure.total == 0;
+        self.writer.add(charge, write)
     }
 
     fn reject(&mut self, error: RowError, cells: Vec<String>) -> Result<()> {

@@ -1,0 +1,271 @@
+//! The set of charge ids an import has seen, in bounded memory.
+//!
+//! Deduplication needs every id of the ledger and of the batch; a 10 GB export has some fifty
+//! million rows. An [`IdIndex`] keeps the most recent ids in a hash map of fixed capacity
+//! ([`IN_MEMORY`] ids, about 35 MB). When the map is full and the index has a spill folder, its
+//! ids are sorted and written to a run file (20 bytes an id), a sparse fence of every
+//! [`FENCE`]-th id stays in memory, and every id goes into a fixed 32 MiB blocked Bloom filter.
+//! A lookup that misses the map asks the filter, and only when the filter says "maybe" reads
+//! one block of each run, newest first. Memory is thus bounded whatever the size of the file
+//! or of the ledger: map + filter + fences (16 bytes per 256 ids). Without a spill folder the
+//! map simply grows (what [`crate::parse_bill`] does: it holds the charges in memory anyway).
+//!
+//! Each id carries the serial of the last file that claimed it (0: committed before the
+//! batch), which tells the three answers of [`IdIndex::claim`] apart: new, known from before,
+//! or already given by this very file (for the occurrence number of identical rows).
+//!
+//! Run files live in the spill folder and are removed when the index is dropped; the ledger
+//! also removes leftovers of a crashed writer under its lock.
+
+use std::collections::HashMap;
+use std::fs::File;
+use std::io::{BufWriter, Read, Seek, SeekFrom, Write};
+use std::path::PathBuf;
+
+use crate::charge::IdKeys;
+use crate::error::{Error, Result};
+
+/// Ids held in the hash map before it is spilled: 7/8 of 2^20, so the map's table is exactly
+/// 2^20 slots of 33 bytes.
+pub const IN_MEMORY: usize = (1 << 20) / 8 * 7;
+/// Ids of a run between two fence entries kept in memory.
+pub const FENCE: usize = 256;
+/// Bytes of the Bloom filter, allocated at the first spill.
+const BLOOM_BYTES: usize = 32 << 20;
+/// The filter is made of 512-bit blocks: one cache line a lookup.
+const BLOCK_WORDS: usize = 8;
+const ENTRY: usize = 20;
+
+/// What claiming an id for a file found.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Claim {
+    /// Nobody had the id: it is now the file's.
+    New,
+    /// The id was committed before, or given by another file of the batch; it is now marked
+    /// as given by this file too.
+    Known,
+    /// This file already gave the id.
+    Given,
+}
+
+struct Run {
+    file: File,
+    path: PathBuf,
+    len: usize,
+    /// The id of every [`FENCE`]-th entry.
+    fence: Vec<u128>,
+}
+
+/// Ids seen so far, with the file that last claimed each. See the module docs.
+pub struct IdIndex {
+    map: HashMap<u128, u32, IdKeys>,
+    /// Ids the map may hold before it spills.
+    limit: usize,
+    spill_dir: Option<PathBuf>,
+    bloom: Vec<u64>,
+    runs: Vec<Run>,
+    buffer: Vec<u8>,
+}
+
+impl std::fmt::Debug for IdIndex {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("IdIndex")
+            .field("in_memory", &self.map.len())
+            .field("runs", &self.runs.len())
+            .finish()
+    }
+}
+
+impl IdIndex {
+    /// An index that keeps every id in memory.
+    pub fn in_memory() -> Self {
+        Self::new(None, usize::MAX)
+    }
+
+    /// An index that holds at most `limit` ids in memory (usually [`IN_MEMORY`]) and spills
+    /// the rest to run files in `dir` (created when first needed).
+    pub fn spilling(dir: PathBuf, limit: usize) -> Self {
+        Self::new(Some(dir), limit.max(1))
+    }
+
+    fn new(spill_dir: Option<PathBuf>, limit: usize) -> Self {
+        IdIndex {
+            map: HashMap::default(),
+            limit,
+            spill_dir,
+            bloom: Vec::new(),
+            runs: Vec::new(),
+            buffer: Vec::new(),
+        }
+    }
+
+    /// Ids held in memory, and run files written.
+    pub fn sizes(&self) -> (usize, usize) {
+        (self.map.len(), self.runs.len())
+    }
+
+    /// Claims `id` for file `file` (a serial; 0 for what was committed before).
+    pub fn claim(&mut self, id: u128, file: u32) -> Result<Claim> {
+        if let Some(owner) = self.map.get_mut(&id) {
+            if *owner == file {
+                return Ok(Claim::Given);
+            }
+            *owner = file;
+            return Ok(Claim::Known);
+        }
+        let claim = match self.search_runs(id)? {
+            Some(owner) if owner == file => return Ok(Claim::Given),
+            Some(_) => Claim::Known,
+            None => Claim::New,
+        };
+        if self.map.len() >= self.limit {
+            self.spill()?;
+        }
+        if self.map.capacity() == 0 && self.spill_dir.is_some() {
+            // Sized once: growing by doubling would copy the table and touch fresh pages.
+            self.map.reserve(self.limit);
+        }
+        self.map.insert(id, file);
+        Ok(claim)
+    }
+
+    fn bloom_bits(id: u128, blocks: usize) -> (usize, [u32; 7]) {
+        let high = (id >> 64) as u64;
+        let low = id as u64;
+        let block = (high as usize) & (blocks - 1);
+        let mut bits = [0u32; 7];
+        for (i, b) in bits.iter_mut().enumerate() {
+            *b = ((low >> (9 * i)) & 511) as u32;
+        }
+        (block, bits)
+    }
+
+    fn bloom_may_hold(&self, id: u128) -> bool {
+        if self.bloom.is_empty() {
+            return false;
+        }
+        let (block, bits) = Self::bloom_bits(id, self.bloom.len() / BLOCK_WORDS);
+        let words = &self.bloom[block * BLOCK_WORDS..][..BLOCK_WORDS];
+        bits.iter().all(|&b| words[(b / 64) as usize] & (1 << (b % 64)) != 0)
+    }
+
+    fn search_runs(&mut self, id: u128) -> Result<Option<u32>> {
+        if !self.bloom_may_hold(id) {
+            return Ok(None);
+        }
+        for run in self.runs.iter_mut().rev() {
+            let block = run.fence.partition_point(|&f| f <= id);
+            if block == 0 {
+                continue;
+            }
+            let start = (block - 1) * FENCE;
+            let count = FENCE.min(run.len - start);
+            self.buffer.resize(count * ENTRY, 0);
+            run.file
+                .seek(SeekFrom::Start((start * ENTRY) as u64))
+                .and_then(|_| run.file.read_exact(&mut self.buffer))
+                .map_err(|e| Error::io(&run.path, e))?;
+            let entries = self.buffer.chunks_exact(ENTRY);
+            let at = |e: &[u8]| u128::from_le_bytes(e[..16].try_into().unwrap_or_default());
+            let ids: Vec<(u128, u32)> = entries
+                .map(|e| (at(e), u32::from_le_bytes(e[16..].try_into().unwrap_or_default())))
+                .collect();
+            if let Ok(i) = ids.binary_search_by_key(&id, |e| e.0) {
+                return Ok(Some(ids[i].1));
+            }
+        }
+        Ok(None)
+    }
+
+    /// Writes the map's ids, sorted, to a new run file and empties the map.
+    fn spill(&mut self) -> Result<()> {
+        let Some(dir) = &self.spill_dir else { return Ok(()) };
+        std::fs::create_dir_all(dir).map_err(|e| Error::io(dir, e))?;
+        let path = dir.join(format!("ids-{:04}.run", self.runs.len()));
+        let mut entries: Vec<(u128, u32)> = self.map.drain().collect();
+        entries.sort_unstable_by_key(|e| e.0);
+        if self.bloom.is_empty() {
+            self.bloom = vec![0; BLOOM_BYTES / 8];
+        }
+        let blocks = self.bloom.len() / BLOCK_WORDS;
+        let file = File::options()
+            .read(true)
+            .write(true)
+            .create_new(true)
+            .open(&path)
+            .map_err(|e| Error::io(&path, e))?;
+        let mut out = BufWriter::with_capacity(1 << 16, file);
+        let mut fence = Vec::with_capacity(entries.len() / FENCE + 1);
+        for (i, &(id, owner)) in entries.iter().enumerate() {
+            if i % FENCE == 0 {
+                fence.push(id);
+            }
+            let (block, bits) = Self::bloom_bits(id, blocks);
+            let words = &mut self.bloom[block * BLOCK_WORDS..][..BLOCK_WORDS];
+            for b in bits {
+                words[(b / 64) as usize] |= 1 << (b % 64);
+            }
+            out.write_all(&id.to_le_bytes())
+                .and_then(|()| out.write_all(&owner.to_le_bytes()))
+                .map_err(|e| Error::io(&path, e))?;
+        }
+        let file = out.into_inner().map_err(|e| Error::io(&path, e.into_error()))?;
+        self.runs.push(Run { file, path, len: entries.len(), fence });
+        Ok(())
+    }
+}
+
+impl Drop for IdIndex {
+    fn drop(&mut self) {
+        for run in self.runs.drain(..) {
+            let _ = std::fs::remove_file(&run.path);
+        }
+        if let Some(dir) = &self.spill_dir {
+            // Only succeeds when empty.
+            let _ = std::fs::remove_dir(dir);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn id(n: u64) -> u128 {
+        xxhash_rust::xxh3::xxh3_128(&n.to_le_bytes())
+    }
+
+    #[test]
+    fn claims_tell_new_known_and_given_apart_across_spills() {
+        let dir = tempfile::tempdir().unwrap();
+        let spill = dir.path().join("spill");
+        let mut index = IdIndex::spilling(spill.clone(), IN_MEMORY);
+        let total = IN_MEMORY as u64 * 2 + 1000;
+        for n in 0..total {
+            assert_eq!(index.claim(id(n), 1).unwrap(), Claim::New, "id {n}");
+        }
+        assert_eq!(index.sizes().1, 2, "two runs spilled");
+        assert!(index.sizes().0 <= IN_MEMORY);
+        // Spilled (first run), spilled (second run) and in-memory ids, same file: given.
+        for n in [0, IN_MEMORY as u64 + 5, total - 1] {
+            assert_eq!(index.claim(id(n), 1).unwrap(), Claim::Given, "id {n}");
+        }
+        // Another file: known, and then given by that file.
+        assert_eq!(index.claim(id(7), 2).unwrap(), Claim::Known);
+        assert_eq!(index.claim(id(7), 2).unwrap(), Claim::Given);
+        assert_eq!(index.claim(id(total + 1), 2).unwrap(), Claim::New);
+        let files = std::fs::read_dir(&spill).unwrap().count();
+        assert_eq!(files, 2);
+        drop(index);
+        assert!(!spill.exists(), "run files are removed with the index");
+    }
+
+    #[test]
+    fn an_in_memory_index_never_spills() {
+        let mut index = IdIndex::in_memory();
+        for n in 0..(IN_MEMORY as u64 + 10) {
+            assert_eq!(index.claim(id(n), 0).unwrap(), Claim::New);
+        }
+        assert_eq!(index.sizes(), (IN_MEMORY + 10, 0));
+    }
+}
