@@ -269,18 +269,18 @@ impl<'a> Row<'a> {
         let Some(i) = self.header.map[col] else { return Ok(None) };
         let Some(bytes) = self.record.get(i) else { return Ok(None) };
         let offset = self.record.position().map_or(0, |p| p.byte());
-        let text = self.ctx.decode(bytes, self.line, self.column_name(col), offset).map_err(
-            |e| match e.into_kind() {
+        // The column is named only when there is an error (naming it costs a lookup a cell).
+        let text =
+            self.ctx.decode(bytes, self.line, "", offset).map_err(|e| match e.into_kind() {
                 ErrorKind::Encoding { location, offset } => RowError {
-                    location,
+                    location: location.with_column(self.column_name(col)),
                     message: format!("bytes at offset {offset} are neither UTF-8 nor GB18030"),
                 },
                 other => RowError {
                     location: Location::line(&self.ctx.path, self.line),
                     message: other.to_string(),
                 },
-            },
-        )?;
+            })?;
         Ok(match text {
             Cow::Borrowed(s) => Some(s.trim()).filter(|s| !s.is_empty()).map(Cow::Borrowed),
             Cow::Owned(s) => {
@@ -301,18 +301,6 @@ impl<'a> Row<'a> {
     /// Column `col` as a required amount.
     pub(crate) fn required_amount(&self, col: usize) -> Result<Decimal, RowError> {
         self.amount(col)?.ok_or_else(|| self.error(col, "has no amount"))
-    }
-
-    /// Column `col` as a time in zone `tz`; `None` for an empty cell.
-    pub(crate) fn time(
-        &self,
-        col: usize,
-        tz: chrono_tz::Tz,
-    ) -> Result<Option<chrono::DateTime<chrono::Utc>>, RowError> {
-        match self.text(col)? {
-            None => Ok(None),
-            Some(t) => crate::parse::parse_time(&t, tz).map(Some).map_err(|m| self.error(col, m)),
-        }
     }
 
     /// The label of a footer row of control totals: the first non-empty cell, when it starts

@@ -334,6 +334,12 @@ struct CompiledClassifier<T> {
     rules: Vec<CompiledRule<T>>,
 }
 
+impl<T> CompiledClassifier<T> {
+    fn columns_read(&self) -> Vec<usize> {
+        self.rules.iter().flat_map(|r| r.columns.iter()).chain(&self.by_column).copied().collect()
+    }
+}
+
 enum ResourceSource {
     Column(usize),
     Template(String),
@@ -356,6 +362,9 @@ pub struct SpecProfile {
     kind: CompiledClassifier<Kind>,
     category: CompiledClassifier<Category>,
     pricing: CompiledClassifier<Pricing>,
+    /// Every column the three classifiers read: their answers depend on nothing else (and
+    /// the direction), so a parser remembers them per distinct combination of these cells.
+    class_columns: Vec<usize>,
     instance: Vec<(Vec<Category>, usize, regex::Regex)>,
     resource: Vec<(Vec<Category>, ResourceSource)>,
     gpu_models: Vec<(usize, String, String)>,
@@ -473,6 +482,15 @@ impl SpecProfile {
                 required: c.required,
             })
             .collect();
+        let (kind, category, pricing) = (
+            classifier(&spec.kind, &cols)?,
+            classifier(&spec.category, &cols)?,
+            classifier(&spec.pricing, &cols)?,
+        );
+        let mut class_columns: Vec<usize> =
+            [kind.columns_read(), category.columns_read(), pricing.columns_read()].concat();
+        class_columns.sort_unstable();
+        class_columns.dedup();
         let profile = SpecProfile {
             name: leak(&spec.name),
             description: leak(&spec.description),
@@ -483,9 +501,10 @@ impl SpecProfile {
             direction: spec.sign.direction.as_deref().map(col).transpose()?,
             start: cols(&spec.times.start)?,
             end: cols(&spec.times.end)?,
-            kind: classifier(&spec.kind, &cols)?,
-            category: classifier(&spec.category, &cols)?,
-            pricing: classifier(&spec.pricing, &cols)?,
+            kind,
+            category,
+            pricing,
+            class_columns,
             instance,
             resource,
             gpu_models: spec
@@ -533,7 +552,14 @@ impl Profile for SpecProfile {
         self.zone
     }
     fn parser(&self) -> Box<dyn RowParser + '_> {
-        Box::new(SpecParser { profile: self, kept: Vec::new() })
+        Box::new(SpecParser {
+            profile: self,
+            kept: Vec::new(),
+            file: None,
+            last_time: vec![None; self.columns.len()],
+            classes: HashMap::new(),
+            class_key: String::new(),
+        })
     }
     fn rows_independent(&self) -> bool {
         !self.spec.times.rules.iter().any(|r| r.span == SpanRule::SincePreviousRow)
@@ -657,6 +683,68 @@ struct SpecParser<'p> {
     profile: &'p SpecProfile,
     /// Rows whose span needs the previous row of their instance: (instance, start, parsed).
     kept: Vec<(String, DateTime<Utc>, Option<u32>, Parsed)>,
+    /// The file's name as charges record it, made once.
+    file: Option<String>,
+    /// Per column, the last time read and its text: exports repeat times row after row.
+    last_time: Vec<Option<(String, DateTime<Utc>)>>,
+    /// Kind, category and pricing per distinct classifier input (see `class_columns`).
+    classes: HashMap<String, (Kind, Category, Pricing)>,
+    class_key: String,
+}
+
+/// Distinct classifier inputs a parser remembers before it starts afresh.
+const MAX_REMEMBERED_CLASSES: usize = 4096;
+
+impl SpecParser<'_> {
+    /// Column `col` as a time, the last one read again when its text is unchanged.
+    fn time(&mut self, row: &Row<'_>, col: usize) -> Result<Option<DateTime<Utc>>, RowError> {
+        let Some(text) = row.text(col)? else { return Ok(None) };
+        if let Some((last, at)) = &self.last_time[col]
+            && *last == *text
+        {
+            return Ok(Some(*at));
+        }
+        let at =
+            crate::parse::parse_time(&text, self.profile.zone).map_err(|m| row.error(col, m))?;
+        match &mut self.last_time[col] {
+            Some((last, t)) => {
+                last.clear();
+                last.push_str(&text);
+                *t = at;
+            }
+            slot => *slot = Some((text.into_owned(), at)),
+        }
+        Ok(Some(at))
+    }
+
+    /// Kind, category and pricing of a row, remembered per distinct input.
+    fn classify(&mut self, facts: &mut Facts<'_>) -> (Kind, Category, Pricing) {
+        let p = self.profile;
+        let key = &mut self.class_key;
+        key.clear();
+        key.push(match facts.direction {
+            None => '-',
+            Some(Direction::Expense) => 'e',
+            Some(Direction::Income) => 'i',
+        });
+        for &c in &p.class_columns {
+            key.push('\u{1f}');
+            key.push_str(facts.text(c));
+        }
+        if let Some(&found) = self.classes.get(key.as_str()) {
+            return found;
+        }
+        let kind = facts.classify(&p.kind);
+        facts.kind = Some(kind);
+        let category = facts.classify(&p.category);
+        facts.category = Some(category);
+        let pricing = facts.classify(&p.pricing);
+        if self.classes.len() >= MAX_REMEMBERED_CLASSES {
+            self.classes.clear();
+        }
+        self.classes.insert(key.clone(), (kind, category, pricing));
+        (kind, category, pricing)
+    }
 }
 
 impl RowParser for SpecParser<'_> {
@@ -696,16 +784,12 @@ impl RowParser for SpecParser<'_> {
             None => {}
         }
         let mut facts = Facts { texts, direction, kind: None, category: None };
+        let (kind, category, pricing) = self.classify(&mut facts);
         let owned = |i: Option<usize>| i.and_then(|i| facts.texts[i].as_deref().map(str::to_owned));
-        let kind = facts.classify(&p.kind);
-        facts.kind = Some(kind);
         if p.spec.sign.negative_kinds.contains(&kind) {
             billed = -billed.abs();
             list = list.map(|l| -l.abs());
         }
-        let category = facts.classify(&p.category);
-        facts.category = Some(category);
-        let pricing = facts.classify(&p.pricing);
         let instance = p.instance.iter().find_map(|(cats, c, re)| {
             if !cats.is_empty() && !cats.contains(&category) {
                 return None;
@@ -724,10 +808,10 @@ impl RowParser for SpecParser<'_> {
                 }
             });
         let tz = p.zone;
-        let posted = f.posted.map(|i| row.time(i, tz)).transpose()?.flatten();
+        let posted = f.posted.map(|i| self.time(row, i)).transpose()?.flatten();
         let mut start = None;
         for &i in &p.start {
-            if let Some(t) = row.time(i, tz)? {
+            if let Some(t) = self.time(row, i)? {
                 start = Some(t);
                 break;
             }
@@ -737,7 +821,7 @@ impl RowParser for SpecParser<'_> {
         };
         let mut end = None;
         for &i in &p.end {
-            if let Some(t) = row.time(i, tz)? {
+            if let Some(t) = self.time(row, i)? {
                 end = Some(t);
                 break;
             }
@@ -770,7 +854,7 @@ impl RowParser for SpecParser<'_> {
             }
             (None, _) if f.period_time.is_some() => {
                 let i = f.period_time.unwrap_or_default();
-                let t = row.time(i, tz)?.ok_or_else(|| row.error(i, "is empty"))?;
+                let t = self.time(row, i)?.ok_or_else(|| row.error(i, "is empty"))?;
                 YearMonth::of(t, tz)
             }
             (None, Some("posted")) => YearMonth::of(posted.unwrap_or(start), tz),
@@ -818,7 +902,11 @@ impl RowParser for SpecParser<'_> {
             billed_cost: billed,
             currency: owned(f.currency).unwrap_or_else(|| p.spec.currency.clone()),
             balance_after: f.balance_after.map(|i| row.amount(i)).transpose()?.flatten(),
-            origin: Origin { file: row.path().display().to_string(), line: row.line(), item },
+            origin: Origin {
+                file: self.file.get_or_insert_with(|| row.path().display().to_string()).clone(),
+                line: row.line(),
+                item,
+            },
         };
         let native_id = (!f.native_id.is_empty())
             .then(|| f.native_id.iter().map(|&i| facts.text(i)).collect::<Vec<_>>().join("\u{1f}"))

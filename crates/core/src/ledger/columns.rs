@@ -49,6 +49,18 @@ fn mantissa_at_scale(d: Decimal) -> i128 {
     d.mantissa() * 10i128.pow(MAX_SCALE.saturating_sub(d.scale()))
 }
 
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn hex_ids_are_what_display_writes() {
+        for id in [0u128, 1, 0xabc, u128::MAX, 0x0123_4567_89ab_cdef_fedc_ba98_7654_3210] {
+            let mut text = String::new();
+            super::push_hex(&mut text, id);
+            assert_eq!(text, crate::ChargeId(id).to_string());
+        }
+    }
+}
+
 fn decimal_from_mantissa(mut v: i128, scale: u32) -> Result<Decimal, String> {
     let mut scale = scale;
     while scale > 0 && v % 10 == 0 {
@@ -75,8 +87,19 @@ fn time_col(name: &str, values: impl Iterator<Item = DateTime<Utc>>) -> Column {
         .into()
 }
 
+/// Appends the 32 lower-case hex digits of `id` (what `ChargeId`'s `Display` writes, without
+/// the formatting machinery: it showed in profiles of big imports).
+fn push_hex(out: &mut String, id: u128) {
+    const DIGITS: &[u8; 16] = b"0123456789abcdef";
+    for shift in (0..32).rev() {
+        out.push(char::from(DIGITS[((id >> (shift * 4)) & 0xf) as usize]));
+    }
+}
+
 /// Builds the DataFrame of `charges`.
 pub fn to_frame(charges: &[Charge]) -> PolarsResult<DataFrame> {
+    let last_period = std::cell::Cell::new(None);
+    let period_text = std::cell::RefCell::new(String::new());
     let s = |f: fn(&Charge) -> Option<&str>| charges.iter().map(f);
     let formatted = |name: &str, f: &dyn Fn(&Charge, &mut String)| -> Column {
         let mut builder = StringChunkedBuilder::new(name.into(), charges.len());
@@ -88,15 +111,17 @@ pub fn to_frame(charges: &[Charge]) -> PolarsResult<DataFrame> {
         }
         builder.finish().into_series().into()
     };
-    use std::fmt::Write as _;
     let columns = vec![
-        formatted("id", &|c, t| {
-            let _ = write!(t, "{}", c.id);
-        }),
+        formatted("id", &|c, t| push_hex(t, c.id.0)),
         text_col("platform", s(|c| Some(&c.platform))),
         text_col("account", s(|c| c.account.as_deref())),
         formatted("billing_period", &|c, t| {
-            let _ = write!(t, "{}", c.billing_period);
+            // Nearly every row of a part file has the same month: format it once.
+            if last_period.get() != Some(c.billing_period) {
+                last_period.set(Some(c.billing_period));
+                *period_text.borrow_mut() = c.billing_period.to_string();
+            }
+            t.push_str(&period_text.borrow());
         }),
         time_col("charge_start", charges.iter().map(|c| c.charge_start)),
         time_col("charge_end", charges.iter().map(|c| c.charge_end)),
