@@ -49,18 +49,6 @@ fn mantissa_at_scale(d: Decimal) -> i128 {
     d.mantissa() * 10i128.pow(MAX_SCALE.saturating_sub(d.scale()))
 }
 
-#[cfg(test)]
-mod tests {
-    #[test]
-    fn hex_ids_are_what_display_writes() {
-        for id in [0u128, 1, 0xabc, u128::MAX, 0x0123_4567_89ab_cdef_fedc_ba98_7654_3210] {
-            let mut text = String::new();
-            super::push_hex(&mut text, id);
-            assert_eq!(text, crate::ChargeId(id).to_string());
-        }
-    }
-}
-
 fn decimal_from_mantissa(mut v: i128, scale: u32) -> Result<Decimal, String> {
     let mut scale = scale;
     while scale > 0 && v % 10 == 0 {
@@ -267,4 +255,16 @@ pub fn from_frame(df: &DataFrame) -> Result<Vec<Charge>, String> {
             })
         })
         .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn hex_ids_are_what_display_writes() {
+        for id in [0u128, 1, 0xabc, u128::MAX, 0x0123_4567_89ab_cdef_fedc_ba98_7654_3210] {
+            let mut text = String::new();
+            super::push_hex(&mut text, id);
+            assert_eq!(text, crate::ChargeId(id).to_string());
+        }
+    }
 }
