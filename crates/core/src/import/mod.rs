@@ -120,17 +120,18 @@ pub fn read_bill_among(
     let contexts: Vec<_> = (0..workers).map(|_| source.ctx().fork(state)).collect();
     let (pool_tx, pool_rx) = channel::bounded(BATCHES_IN_FLIGHT);
     for _ in 0..BATCHES_IN_FLIGHT {
-        let _ = pool_tx.send(RecordBatch::new(BATCH_ROWS));
+        let slot = Slot { records: RecordBatch::new(BATCH_ROWS), outcomes: Vec::new() };
+        let _ = pool_tx.send(slot);
     }
-    let (work_tx, work_rx) = channel::bounded::<(u64, RecordBatch)>(workers);
+    let (work_tx, work_rx) = channel::bounded::<(u64, Slot)>(workers);
     let (done_tx, done_rx) = channel::unbounded::<FromWorker>();
     let tally = std::thread::scope(|scope| {
         let reader = {
             let source = &mut source;
             scope.spawn(move || -> Result<()> {
                 for seq in 0.. {
-                    let Ok(mut batch) = pool_rx.recv() else { return Ok(()) };
-                    if !source.fill(&mut batch)? || work_tx.send((seq, batch)).is_err() {
+                    let Ok(mut slot) = pool_rx.recv() else { return Ok(()) };
+                    if !source.fill(&mut slot.records)? || work_tx.send((seq, slot)).is_err() {
                         return Ok(());
                     }
                 }
@@ -141,10 +142,9 @@ pub fn read_bill_among(
             let (work_rx, done_tx, header) = (work_rx.clone(), done_tx.clone(), &header);
             scope.spawn(move || {
                 let mut parser = profile.parser();
-                for (seq, batch) in work_rx {
-                    let outcomes = parse_batch(&mut *parser, &ctx, header, profile, &batch);
-                    let done = Done { seq, outcomes, records: batch };
-                    if done_tx.send(FromWorker::Batch(done)).is_err() {
+                for (seq, mut slot) in work_rx {
+                    parse_batch(&mut *parser, &ctx, header, profile, &mut slot);
+                    if done_tx.send(FromWorker::Batch(seq, slot)).is_err() {
                         return;
                     }
                 }
@@ -191,15 +191,17 @@ enum Outcome {
     Nothing,
 }
 
-/// A batch of records parsed by a worker, and the records' buffers to reuse.
-struct Done {
-    seq: u64,
-    outcomes: Vec<Outcome>,
+/// A batch of records and what became of each, passed from the reader to a worker to the
+/// calling thread and back to the reader: its buffers are reused, never freed and allocated
+/// again (fresh memory costs page faults the kernel must zero).
+struct Slot {
     records: RecordBatch,
+    outcomes: Vec<Outcome>,
 }
 
 enum FromWorker {
-    Batch(Done),
+    /// A batch parsed, with its sequence number.
+    Batch(u64, Slot),
     /// What a worker's parser kept back until the end of the file.
     Finish(usize, Vec<(IdSeed, Parsed)>),
 }
@@ -225,25 +227,24 @@ fn parse_batch(
     ctx: &FileCtx,
     header: &Header,
     profile: &dyn Profile,
-    batch: &RecordBatch,
-) -> Vec<Outcome> {
+    slot: &mut Slot,
+) {
+    let batch = &slot.records;
     ctx.set_state(batch.state);
     let columns = profile.columns();
-    batch.records[..batch.len]
-        .iter()
-        .map(|record| {
-            let line = record.position().map_or(0, |p| p.line());
-            let row = Row { ctx, record, header, columns, line };
-            match row.checked() {
-                Next::Bad(error, cells) => Outcome::Reject(error, cells),
-                Next::Row(row) => match parser.parse(&row) {
-                    Ok(Some(parsed)) => Outcome::Charge(seed(&parsed), parsed),
-                    Ok(None) => Outcome::Nothing,
-                    Err(error) => Outcome::Reject(error, row.cells()),
-                },
-            }
-        })
-        .collect()
+    slot.outcomes.clear();
+    slot.outcomes.extend(batch.records[..batch.len].iter().map(|record| {
+        let line = record.position().map_or(0, |p| p.line());
+        let row = Row { ctx, record, header, columns, line };
+        match row.checked() {
+            Next::Bad(error, cells) => Outcome::Reject(error, cells),
+            Next::Row(row) => match parser.parse(&row) {
+                Ok(Some(parsed)) => Outcome::Charge(seed(&parsed), parsed),
+                Ok(None) => Outcome::Nothing,
+                Err(error) => Outcome::Reject(error, row.cells()),
+            },
+        }
+    }));
 }
 
 /// What the calling thread counted while handing charges to the sink.
@@ -300,23 +301,23 @@ impl Tally {
 /// the reader; then what the parsers kept back, worker by worker.
 fn consume(
     done: channel::Receiver<FromWorker>,
-    pool: channel::Sender<RecordBatch>,
+    pool: channel::Sender<Slot>,
     sink: &mut dyn Sink,
 ) -> Result<Tally> {
     let mut tally = Tally::default();
     let mut next = 0u64;
-    let mut waiting: BTreeMap<u64, Done> = BTreeMap::new();
+    let mut waiting: BTreeMap<u64, Slot> = BTreeMap::new();
     let mut kept = Vec::new();
     for message in done {
         match message {
-            FromWorker::Batch(batch) => {
-                waiting.insert(batch.seq, batch);
+            FromWorker::Batch(seq, slot) => {
+                waiting.insert(seq, slot);
             }
             FromWorker::Finish(worker, rows) => kept.push((worker, rows)),
         }
-        while let Some(batch) = waiting.remove(&next) {
+        while let Some(mut slot) = waiting.remove(&next) {
             next += 1;
-            for outcome in batch.outcomes {
+            for outcome in slot.outcomes.drain(..) {
                 match outcome {
                     Outcome::Charge(seed, parsed) => tally.charge(seed, parsed, sink)?,
                     Outcome::Reject(error, cells) => {
@@ -327,7 +328,7 @@ fn consume(
                 }
             }
             // The reader may have stopped: then the buffers are simply dropped.
-            let _ = pool.send(batch.records);
+            let _ = pool.send(slot);
         }
     }
     kept.sort_by_key(|(worker, _)| *worker);
