@@ -65,6 +65,8 @@ pub struct IdIndex {
     bloom: Vec<u64>,
     runs: Vec<Run>,
     buffer: Vec<u8>,
+    /// Blocks read from run files (the filter's false positives and the true hits).
+    run_reads: u64,
 }
 
 impl std::fmt::Debug for IdIndex {
@@ -96,6 +98,7 @@ impl IdIndex {
             bloom: Vec::new(),
             runs: Vec::new(),
             buffer: Vec::new(),
+            run_reads: 0,
         }
     }
 
@@ -158,6 +161,7 @@ impl IdIndex {
             if block == 0 {
                 continue;
             }
+            self.run_reads += 1;
             let start = (block - 1) * FENCE;
             let count = FENCE.min(run.len - start);
             self.buffer.resize(count * ENTRY, 0);
@@ -245,6 +249,7 @@ mod tests {
             assert_eq!(index.claim(id(n), 1).unwrap(), Claim::New, "id {n}");
         }
         assert_eq!(index.sizes().1, 2, "two runs spilled");
+        assert_eq!(index.run_reads, 0, "new ids never read a run: the filter says no");
         assert!(index.sizes().0 <= IN_MEMORY);
         // Spilled (first run), spilled (second run) and in-memory ids, same file: given.
         for n in [0, IN_MEMORY as u64 + 5, total - 1] {
