@@ -208,37 +208,11 @@ fn an_xlsx_bill_reads_like_its_csv() {
     );
 }
 
-/// A FOCUS export of many batches of rows, ASCII for its first 64 KiB and GB18030 later.
-fn big_focus_file(dir: &std::path::Path, rows: usize) -> (std::path::PathBuf, Decimal) {
-    let mut bytes =
-        b"BillingAccountId,BillingCurrency,BillingPeriodStart,ChargePeriodStart,ChargePeriodEnd,\
-ChargeCategory,ChargeDescription,BilledCost,ResourceId,ResourceType,RegionId,ServiceCategory\n"
-            .to_vec();
-    let mut total = Decimal::ZERO;
-    for i in 0..rows {
-        let cost = Decimal::new((i % 7 + 1) as i64, 3);
-        total += cost;
-        let region = if i >= rows - 10 { "华东1" } else { "eastus" };
-        let line = format!(
-            "012345678901,USD,2024-05-01T00:00:00Z,2024-05-{:02} {:02}:00:00,2024-05-{:02} {:02}:59:59,Usage,\
-NC24ads_A100_v4 hours,{cost},res-{i},Virtual Machine,{region},Compute\n",
-            1 + i / 24 % 31,
-            i % 24,
-            1 + i / 24 % 31,
-            i % 24
-        );
-        bytes.extend_from_slice(&encoding_rs::GB18030.encode(&line).0);
-    }
-    let path = dir.join("big_focus.csv");
-    std::fs::write(&path, bytes).unwrap();
-    (path, total)
-}
-
 #[test]
 fn a_big_file_parsed_on_several_threads_comes_out_whole_and_in_file_order() {
     let dir = tempfile::tempdir().unwrap();
     let rows = 9_000; // several batches of 2,048 rows
-    let (path, total) = big_focus_file(dir.path(), rows);
+    let (path, total) = super::big_focus_file(dir.path(), rows);
     let bill = parse_bill(&path, None).unwrap();
     assert_eq!(bill.report.rows_read, rows as u64);
     assert_eq!(bill.charges.len(), rows);

@@ -31,6 +31,32 @@ pub fn by_category(charges: &[Charge]) -> BTreeMap<String, Decimal> {
 }
 
 /// Expected totals by category.
+/// A FOCUS export of many batches of rows, ASCII for its first 64 KiB and GB18030 later.
+pub fn big_focus_file(dir: &std::path::Path, rows: usize) -> (std::path::PathBuf, Decimal) {
+    let mut bytes =
+        b"BillingAccountId,BillingCurrency,BillingPeriodStart,ChargePeriodStart,ChargePeriodEnd,\
+ChargeCategory,ChargeDescription,BilledCost,ResourceId,ResourceType,RegionId,ServiceCategory\n"
+            .to_vec();
+    let mut total = Decimal::ZERO;
+    for i in 0..rows {
+        let cost = Decimal::new((i % 7 + 1) as i64, 3);
+        total += cost;
+        let region = if i >= rows - 10 { "华东1" } else { "eastus" };
+        let line = format!(
+            "012345678901,USD,2024-05-01T00:00:00Z,2024-05-{:02} {:02}:00:00,2024-05-{:02} {:02}:59:59,Usage,\
+NC24ads_A100_v4 hours,{cost},res-{i},Virtual Machine,{region},Compute\n",
+            1 + i / 24 % 31,
+            i % 24,
+            1 + i / 24 % 31,
+            i % 24
+        );
+        bytes.extend_from_slice(&encoding_rs::GB18030.encode(&line).0);
+    }
+    let path = dir.join("big_focus.csv");
+    std::fs::write(&path, bytes).unwrap();
+    (path, total)
+}
+
 pub fn cats(pairs: &[(&str, Decimal)]) -> BTreeMap<String, Decimal> {
     pairs.iter().map(|(k, v)| ((*k).to_owned(), *v)).collect()
 }

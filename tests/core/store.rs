@@ -90,6 +90,50 @@ fn ids_spilled_to_disk_deduplicate_exactly_as_in_memory() {
     assert!(!on_disk.root().join("tmp").exists(), "scratch files are removed");
 }
 
+/// Every file under `dir` with its bytes.
+fn snapshot(dir: &std::path::Path) -> Vec<(std::path::PathBuf, Vec<u8>)> {
+    let mut files = Vec::new();
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        for entry in std::fs::read_dir(&d).unwrap() {
+            let path = entry.unwrap().path();
+            if path.is_dir() {
+                stack.push(path);
+            } else {
+                files.push((path.clone(), std::fs::read(&path).unwrap()));
+            }
+        }
+    }
+    files.sort();
+    files
+}
+
+#[test]
+fn a_bad_row_deep_in_a_big_file_fails_the_batch_with_its_line_and_leaves_the_ledger() {
+    let (dir, store) = ledger();
+    store.import(&[fixture("autodl/valid/two_days.csv")], &ImportOptions::default()).unwrap();
+    let before = snapshot(store.root());
+    let (path, _) = super::big_focus_file(dir.path(), 9_000);
+    // Row 7,000 (line 7,001) gets an amount that is not one, row 8,500 loses its last cells:
+    // both are read by parsing threads, many batches after the first.
+    let bytes = std::fs::read(&path).unwrap();
+    let mut lines: Vec<Vec<u8>> = bytes.split(|&b| b == b'\n').map(<[u8]>::to_vec).collect();
+    let text = |line: &[u8]| String::from_utf8(line.to_vec()).unwrap();
+    lines[7_000] = text(&lines[7_000]).replace(",0.00", ",0.0.0").into_bytes();
+    let short: Vec<String> = text(&lines[8_500]).split(',').take(5).map(str::to_owned).collect();
+    lines[8_500] = short.join(",").into_bytes();
+    std::fs::write(&path, lines.join(&b'\n')).unwrap();
+    let err = store
+        .import(&[path.clone(), fixture("aliyun/valid/english_headers.csv")], &Default::default());
+    let err = err.unwrap_err();
+    let ErrorKind::InvalidRows { errors, total } = err.kind() else { panic!("{err}") };
+    assert_eq!(*total, 2);
+    let shown: Vec<String> = errors.iter().map(ToString::to_string).collect();
+    assert!(shown[0].contains("big_focus.csv:7001: column BilledCost"), "{shown:?}");
+    assert!(shown[1].contains("big_focus.csv:8501: column ChargeCategory"), "{shown:?}");
+    assert_eq!(snapshot(store.root()), before, "the ledger is as it was");
+}
+
 #[test]
 fn a_dry_run_counts_but_writes_nothing() {
     let (dir, store) = ledger();
