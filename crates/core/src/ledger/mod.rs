@@ -16,11 +16,15 @@
 //! - One `import` is one batch. A batch that adds no charge and rejects no row is not
 //!   recorded: the manifest stays byte for byte as it was.
 //! - Deduplication: the ids of every committed charge are loaded (only the `id` column) when
-//!   a writer starts; a charge whose id is known, from the ledger or earlier in the same
-//!   batch, is a duplicate.
+//!   a writer starts, into an [`IdIndex`] that holds at most [`crate::ids::IN_MEMORY`] ids in
+//!   memory and spills the rest to sorted runs under `tmp/<batch>/` (removed when the writer
+//!   ends, or by the next writer after a crash); a charge whose id is known, from the ledger or
+//!   earlier in the same batch, is a duplicate.
 //! - Charges are buffered per partition and flushed as Parquet part files every
-//!   [`FLUSH_ROWS`] rows, written by a second thread while parsing goes on; memory holds the
-//!   known ids and at most two batches.
+//!   [`FLUSH_ROWS`] rows, written by a second thread while parsing goes on. Memory is bounded
+//!   whatever the size of the input: the id index (about 35 MB of ids, a 32 MiB filter once
+//!   it spills), two buffers of [`FLUSH_ROWS`] charges and the import pipeline's batches
+//!   (measured: 187 MB peak for a 100 MB FOCUS export, 251 MB for 1 GB).
 //! - The partition month is the charge's billing period.
 //! - Setting the environment variable `GPUAUDIT_FAILPOINT=before-commit` aborts the process
 //!   after the Parquet files are written and before the manifest is replaced: the crash
