@@ -535,13 +535,7 @@ impl BillSource {
                     }
                 }
             }
-            let row = Row {
-                ctx: &self.ctx,
-                record: &self.record,
-                header: &self.header,
-                columns: self.profile.columns(),
-                line,
-            };
+            let row = self.row(line);
             if let Some(label) = row.footer_label() {
                 let amount =
                     self.profile.billed_column().and_then(|col| row.amount(col).ok().flatten());
@@ -557,14 +551,18 @@ impl BillSource {
     /// The next data row, skipping blank rows and recording footers; `None` at the end.
     pub fn next_row(&mut self) -> Result<Option<Next<'_>>> {
         let Some(line) = self.advance()? else { return Ok(None) };
-        let row = Row {
+        Ok(Some(self.row(line).checked()))
+    }
+
+    /// The record last read, as a row at `line`.
+    fn row(&self, line: u64) -> Row<'_> {
+        Row {
             ctx: &self.ctx,
             record: &self.record,
             header: &self.header,
             columns: self.profile.columns(),
             line,
-        };
-        Ok(Some(row.checked()))
+        }
     }
 
     /// Fills `batch` with up to its capacity of data records; false when there were none left.

@@ -79,25 +79,20 @@ pub(crate) struct FrameBuilder {
     period: Option<(crate::charge::YearMonth, String)>,
 }
 
-/// The text columns, in the order [`FrameBuilder::push`] fills them.
-const TEXTS: [&str; 16] = [
-    "id",
-    "platform",
-    "account",
-    "billing_period",
-    "resource_id",
-    "resource_name",
-    "instance_id",
-    "region",
-    "category",
-    "kind",
-    "pricing",
-    "gpu_model",
-    "unit",
-    "currency",
-    "source_file",
-    "source_item",
+/// The columns that are not text; the others are, and [`FrameBuilder::push`] fills them in
+/// [`COLUMNS`] order.
+const NOT_TEXT: [&str; 9] = [
+    "charge_start",
+    "charge_end",
+    "gpu_count",
+    "quantity",
+    "unit_price",
+    "list_cost",
+    "billed_cost",
+    "balance_after",
+    "source_line",
 ];
+/// The decimal columns, in [`COLUMNS`] order.
 const DECIMALS: [&str; 5] = ["quantity", "unit_price", "list_cost", "billed_cost", "balance_after"];
 
 impl FrameBuilder {
@@ -105,7 +100,11 @@ impl FrameBuilder {
     pub(crate) fn new(capacity: usize) -> Self {
         FrameBuilder {
             rows: 0,
-            texts: TEXTS.iter().map(|n| StringChunkedBuilder::new((*n).into(), capacity)).collect(),
+            texts: COLUMNS
+                .iter()
+                .filter(|n| !NOT_TEXT.contains(n))
+                .map(|n| StringChunkedBuilder::new((*n).into(), capacity))
+                .collect(),
             times: [Vec::with_capacity(capacity), Vec::with_capacity(capacity)],
             gpu_count: Vec::with_capacity(capacity),
             decimals: DECIMALS.iter().map(|_| Vec::with_capacity(capacity)).collect(),
@@ -158,51 +157,43 @@ impl FrameBuilder {
 
     /// The DataFrame, columns in [`COLUMNS`] order.
     pub(crate) fn finish(self) -> PolarsResult<DataFrame> {
-        let mut texts = self.texts.into_iter().map(|b| Column::from(b.finish().into_series()));
-        let mut decimals = self.decimals.into_iter().zip(DECIMALS).map(|(values, name)| {
-            let ints = Int128Chunked::from_iter_options(name.into(), values.into_iter());
-            PolarsResult::Ok(Column::from(ints.into_decimal(PRECISION, SCALE)?.into_series()))
-        });
-        let [start, end] = self.times;
-        let time = |name: &str, values: Vec<i64>| -> Column {
-            Int64Chunked::from_vec(name.into(), values)
-                .into_datetime(TimeUnit::Microseconds, Some(TimeZone::UTC))
-                .into_series()
-                .into()
-        };
-        let mut next_text = || texts.next().ok_or_else(|| polars_err!(ComputeError: "columns"));
-        let mut next_decimal =
-            || decimals.next().unwrap_or_else(|| Err(polars_err!(ComputeError: "columns")));
-        let columns = vec![
-            next_text()?, // id
-            next_text()?, // platform
-            next_text()?, // account
-            next_text()?, // billing_period
-            time("charge_start", start),
-            time("charge_end", end),
-            next_text()?, // resource_id
-            next_text()?, // resource_name
-            next_text()?, // instance_id
-            next_text()?, // region
-            next_text()?, // category
-            next_text()?, // kind
-            next_text()?, // pricing
-            next_text()?, // gpu_model
-            Int32Chunked::from_iter_options("gpu_count".into(), self.gpu_count.into_iter())
-                .into_series()
-                .into(),
-            next_decimal()?, // quantity
-            next_text()?,    // unit
-            next_decimal()?, // unit_price
-            next_decimal()?, // list_cost
-            next_decimal()?, // billed_cost
-            next_text()?,    // currency
-            next_decimal()?, // balance_after
-            next_text()?,    // source_file
-            Int64Chunked::from_vec("source_line".into(), self.source_line).into_series().into(),
-            next_text()?, // source_item
-        ];
-        DataFrame::new(self.rows, columns)
+        let rows = self.rows;
+        let mut texts = self.texts.into_iter();
+        let mut decimals = self.decimals.into_iter();
+        let mut times = self.times.into_iter();
+        let (mut gpu_count, mut source_line) = (Some(self.gpu_count), Some(self.source_line));
+        let columns = COLUMNS
+            .iter()
+            .map(|&name| -> PolarsResult<Column> {
+                let missing = || polars_err!(ComputeError: "no values for column {name}");
+                let series = match name {
+                    "charge_start" | "charge_end" => {
+                        let values = times.next().ok_or_else(missing)?;
+                        Int64Chunked::from_vec(name.into(), values)
+                            .into_datetime(TimeUnit::Microseconds, Some(TimeZone::UTC))
+                            .into_series()
+                    }
+                    "gpu_count" => {
+                        let values = gpu_count.take().ok_or_else(missing)?;
+                        Int32Chunked::from_iter_options(name.into(), values.into_iter())
+                            .into_series()
+                    }
+                    "source_line" => {
+                        let values = source_line.take().ok_or_else(missing)?;
+                        Int64Chunked::from_vec(name.into(), values).into_series()
+                    }
+                    _ if DECIMALS.contains(&name) => {
+                        let values = decimals.next().ok_or_else(missing)?;
+                        Int128Chunked::from_iter_options(name.into(), values.into_iter())
+                            .into_decimal(PRECISION, SCALE)?
+                            .into_series()
+                    }
+                    _ => texts.next().ok_or_else(missing)?.finish().into_series(),
+                };
+                Ok(series.into())
+            })
+            .collect::<PolarsResult<Vec<_>>>()?;
+        DataFrame::new(rows, columns)
     }
 }
 
