@@ -33,7 +33,9 @@ pub use source::{BillSource, ControlTotal, Encoding, HEADER_SEARCH_ROWS, Header,
 use crossbeam_channel as channel;
 use source::{FileCtx, RecordBatch};
 
-use crate::charge::{Charge, ChargeId, YearMonth};
+use std::sync::Arc;
+
+use crate::charge::{Category, Charge, ChargeId, YearMonth};
 use crate::error::{ErrorKind, Result, RowError};
 use crate::ids::{Claim, IdIndex};
 
@@ -106,10 +108,100 @@ pub fn read_bill_among(
     candidates: &[&'static dyn Profile],
     sink: &mut dyn Sink,
 ) -> Result<FileReport> {
+    deliver_bill(path, profile, candidates, &mut Whole(sink))
+}
+
+/// What the pipeline hands its charges to: a [`Sink`] of whole charges, or (the ledger) a
+/// sink that takes each batch in its own form, made on the parsing threads ([`Encoder`]),
+/// and only the [`Facts`] of each charge on the calling thread.
+pub(crate) trait Deliver {
+    /// See [`Sink::begin_file`].
+    fn begin_file(&mut self, path: &Path, header: &[String]) -> Result<()>;
+    /// See [`Sink::ids`].
+    fn ids(&mut self) -> (&mut IdIndex, u32);
+    /// See [`Sink::reject`].
+    fn reject(&mut self, error: RowError, cells: Vec<String>) -> Result<()>;
+    /// How to encode batches on the parsing threads; `None` for whole charges.
+    fn encoding(&self) -> Option<NewEncoder>;
+    /// A charge, in file order: whole when there is no encoding, else only its facts.
+    fn charge(
+        &mut self,
+        facts: &Facts,
+        charge: Option<Charge>,
+        id: ChargeId,
+        new: bool,
+    ) -> Result<()>;
+    /// The encoded form of the charges handed to [`Deliver::charge`] since the last call.
+    fn encoded(&mut self, _encoded: Encoded) -> Result<()> {
+        Ok(())
+    }
+}
+
+/// A batch of charges in a sink's own form.
+pub(crate) type Encoded = Box<dyn std::any::Any + Send>;
+/// Makes an empty [`Encoder`] with room for so many charges.
+pub(crate) type NewEncoder = fn(usize) -> Box<dyn Encoder>;
+
+/// Takes the charges of a batch one at a time, on a parsing thread, while they are in the
+/// CPU's cache; they are dropped right after, on the thread that made them.
+pub(crate) trait Encoder: Send {
+    /// Takes one charge (its id is not known yet).
+    fn push(&mut self, charge: &Charge);
+    /// The batch, encoded.
+    fn finish(self: Box<Self>) -> Result<Encoded>;
+}
+
+/// What the calling thread needs of a charge: totals, months and where it is stored.
+// The ledger reads the platform and category; without it nothing does.
+#[cfg_attr(not(feature = "store"), allow(dead_code))]
+pub(crate) struct Facts {
+    pub(crate) platform: &'static str,
+    pub(crate) billing_period: YearMonth,
+    pub(crate) category: Category,
+    pub(crate) spend: bool,
+    pub(crate) billed_cost: Decimal,
+    pub(crate) currency: Arc<str>,
+}
+
+/// A [`Sink`] of whole charges, as the pipeline sees it.
+struct Whole<'a>(&'a mut dyn Sink);
+
+impl Deliver for Whole<'_> {
+    fn begin_file(&mut self, path: &Path, header: &[String]) -> Result<()> {
+        self.0.begin_file(path, header)
+    }
+    fn ids(&mut self) -> (&mut IdIndex, u32) {
+        self.0.ids()
+    }
+    fn reject(&mut self, error: RowError, cells: Vec<String>) -> Result<()> {
+        self.0.reject(error, cells)
+    }
+    fn encoding(&self) -> Option<NewEncoder> {
+        None
+    }
+    fn charge(&mut self, _: &Facts, charge: Option<Charge>, id: ChargeId, new: bool) -> Result<()> {
+        match charge {
+            Some(mut charge) => {
+                charge.id = id;
+                self.0.charge(charge, new)
+            }
+            None => Ok(()),
+        }
+    }
+}
+
+/// [`read_bill_among`] into any [`Deliver`].
+pub(crate) fn deliver_bill(
+    path: &Path,
+    profile: Option<&'static dyn Profile>,
+    candidates: &[&'static dyn Profile],
+    sink: &mut dyn Deliver,
+) -> Result<FileReport> {
     let candidates = if candidates.is_empty() { profiles() } else { candidates };
     let mut source = BillSource::open(path, profile, candidates)?;
     let profile = source.profile();
     sink.begin_file(path, &source.header().names)?;
+    let encoding = sink.encoding();
     let workers = if profile.rows_independent() {
         std::thread::available_parallelism().map_or(1, |n| n.get()).clamp(1, MAX_WORKERS)
     } else {
@@ -120,7 +212,8 @@ pub fn read_bill_among(
     let contexts: Vec<_> = (0..workers).map(|_| source.ctx().fork(state)).collect();
     let (pool_tx, pool_rx) = channel::bounded(BATCHES_IN_FLIGHT);
     for _ in 0..BATCHES_IN_FLIGHT {
-        let slot = Slot { records: RecordBatch::new(BATCH_ROWS), outcomes: Vec::new() };
+        let slot =
+            Slot { records: RecordBatch::new(BATCH_ROWS), outcomes: Vec::new(), encoded: None };
         let _ = pool_tx.send(slot);
     }
     let (work_tx, work_rx) = channel::bounded::<(u64, Slot)>(workers);
@@ -143,12 +236,15 @@ pub fn read_bill_among(
             scope.spawn(move || {
                 let mut parser = profile.parser();
                 for (seq, mut slot) in work_rx {
-                    parse_batch(&mut *parser, &ctx, header, profile, &mut slot);
+                    parse_batch(&mut *parser, &ctx, header, profile, encoding, &mut slot);
                     if done_tx.send(FromWorker::Batch(seq, slot)).is_err() {
                         return;
                     }
                 }
-                let kept = parser.finish().into_iter().map(|p| (seed(&p), p)).collect();
+                let mut kept =
+                    Slot { records: RecordBatch::new(0), outcomes: Vec::new(), encoded: None };
+                let rows = parser.finish().into_iter().map(Ok);
+                deliver_rows(rows, profile, encoding, &mut kept);
                 let _ = done_tx.send(FromWorker::Finish(worker, kept));
             });
         }
@@ -180,11 +276,10 @@ const BATCHES_IN_FLIGHT: usize = 8;
 const MAX_WORKERS: usize = 4;
 
 /// What became of one record.
-// Charges are nearly every outcome: boxing them would cost an allocation a row.
-#[allow(clippy::large_enum_variant)]
 enum Outcome {
-    /// A charge, with what its id is made from.
-    Charge(IdSeed, Parsed),
+    /// A charge, with what its id is made from, its facts, and itself unless it was encoded
+    /// (boxed: the ledger's path, which encodes, then moves a hundred bytes a row, not 600).
+    Charge(IdSeed, Facts, Option<Box<Parsed>>),
     /// A row that could not be read, with its cells.
     Reject(RowError, Vec<String>),
     /// A row the parser kept back, or that carries no charge.
@@ -197,13 +292,15 @@ enum Outcome {
 struct Slot {
     records: RecordBatch,
     outcomes: Vec<Outcome>,
+    /// The batch's charges in the sink's form, when the sink has an [`Encoder`].
+    encoded: Option<Result<Encoded>>,
 }
 
 enum FromWorker {
     /// A batch parsed, with its sequence number.
     Batch(u64, Slot),
     /// What a worker's parser kept back until the end of the file.
-    Finish(usize, Vec<(IdSeed, Parsed)>),
+    Finish(usize, Slot),
 }
 
 /// The part of a charge's id that does not depend on the rows before it.
@@ -226,25 +323,68 @@ fn parse_batch(
     parser: &mut dyn RowParser,
     ctx: &FileCtx,
     header: &Header,
-    profile: &dyn Profile,
+    profile: &'static dyn Profile,
+    encoding: Option<NewEncoder>,
     slot: &mut Slot,
 ) {
-    let batch = &slot.records;
+    let batch = std::mem::replace(&mut slot.records, RecordBatch::new(0));
     ctx.set_state(batch.state);
     let columns = profile.columns();
-    slot.outcomes.clear();
-    slot.outcomes.extend(batch.records[..batch.len].iter().map(|record| {
+    let rows = batch.records[..batch.len].iter().map(|record| {
         let line = record.position().map_or(0, |p| p.line());
         let row = Row { ctx, record, header, columns, line };
         match row.checked() {
-            Next::Bad(error, cells) => Outcome::Reject(error, cells),
+            Next::Bad(error, cells) => Err(Some((error, cells))),
             Next::Row(row) => match parser.parse(&row) {
-                Ok(Some(parsed)) => Outcome::Charge(seed(&parsed), parsed),
-                Ok(None) => Outcome::Nothing,
-                Err(error) => Outcome::Reject(error, row.cells()),
+                Ok(Some(parsed)) => Ok(parsed),
+                Ok(None) => Err(None),
+                Err(error) => Err(Some((error, row.cells()))),
             },
         }
+    });
+    deliver_rows(rows, profile, encoding, slot);
+    slot.records = batch;
+}
+
+/// Fills `slot` with the outcomes of `rows` (a charge, a rejected row with its cells, or
+/// nothing), encoding the charges when the sink has an encoding.
+fn deliver_rows(
+    rows: impl Iterator<Item = std::result::Result<Parsed, Option<(RowError, Vec<String>)>>>,
+    profile: &'static dyn Profile,
+    encoding: Option<NewEncoder>,
+    slot: &mut Slot,
+) {
+    let mut encoder = encoding.map(|new| new(BATCH_ROWS));
+    let mut currency: Option<Arc<str>> = None;
+    slot.outcomes.clear();
+    slot.outcomes.extend(rows.map(|row| match row {
+        Ok(parsed) => {
+            let c = &parsed.charge;
+            let currency = match &currency {
+                Some(cur) if **cur == *c.currency => cur.clone(),
+                _ => currency.insert(Arc::from(c.currency.as_str())).clone(),
+            };
+            let facts = Facts {
+                platform: profile.name(),
+                billing_period: c.billing_period,
+                category: c.category,
+                spend: c.is_spend(),
+                billed_cost: c.billed_cost,
+                currency,
+            };
+            let seed = seed(&parsed);
+            match &mut encoder {
+                Some(encoder) => {
+                    encoder.push(&parsed.charge);
+                    Outcome::Charge(seed, facts, None)
+                }
+                None => Outcome::Charge(seed, facts, Some(Box::new(parsed))),
+            }
+        }
+        Err(Some((error, cells))) => Outcome::Reject(error, cells),
+        Err(None) => Outcome::Nothing,
     }));
+    slot.encoded = encoder.map(|e| e.finish());
 }
 
 /// What the calling thread counted while handing charges to the sink.
@@ -257,25 +397,26 @@ struct Tally {
 }
 
 impl Tally {
-    fn charge(&mut self, seed: IdSeed, parsed: Parsed, sink: &mut dyn Sink) -> Result<()> {
-        let c = &parsed.charge;
+    fn charge(
+        &mut self,
+        seed: IdSeed,
+        facts: Facts,
+        parsed: Option<Box<Parsed>>,
+        sink: &mut dyn Deliver,
+    ) -> Result<()> {
         self.charges += 1;
-        if c.is_spend() {
-            match self.totals.get_mut(&c.currency) {
-                Some(total) => *total += c.billed_cost,
+        if facts.spend {
+            match self.totals.get_mut(&*facts.currency) {
+                Some(total) => *total += facts.billed_cost,
                 None => {
-                    self.totals.insert(c.currency.clone(), c.billed_cost);
+                    self.totals.insert(facts.currency.to_string(), facts.billed_cost);
                 }
             }
         }
-        self.months.insert(c.billing_period);
-        let mut charge = parsed.charge;
+        self.months.insert(facts.billing_period);
         let (index, file) = sink.ids();
-        let new = match seed {
-            IdSeed::Native(id) => {
-                charge.id = id;
-                index.claim(id.0, file)? == Claim::New
-            }
+        let (id, new) = match seed {
+            IdSeed::Native(id) => (id, index.claim(id.0, file)? == Claim::New),
             // The occurrence number of a row among identical rows of the file: the first
             // occurrence this file has not given yet. Identical rows are rare, so this keeps
             // one id per row instead of a counter per distinct content.
@@ -284,16 +425,31 @@ impl Tally {
                     let id = ChargeId::from_content(key, occurrence);
                     match index.claim(id.0, file) {
                         Ok(Claim::Given) => None,
-                        Ok(claim) => {
-                            charge.id = id;
-                            Some(Ok(claim == Claim::New))
-                        }
+                        Ok(claim) => Some(Ok((id, claim == Claim::New))),
                         Err(e) => Some(Err(e)),
                     }
                 })
-                .unwrap_or(Ok(false))?,
+                .unwrap_or(Ok((ChargeId(0), false)))?,
         };
-        sink.charge(charge, new)
+        sink.charge(&facts, parsed.map(|p| p.charge), id, new)
+    }
+
+    /// Hands a slot's outcomes to `sink`, then its encoded batch.
+    fn slot(&mut self, slot: &mut Slot, sink: &mut dyn Deliver) -> Result<()> {
+        for outcome in slot.outcomes.drain(..) {
+            match outcome {
+                Outcome::Charge(seed, facts, parsed) => self.charge(seed, facts, parsed, sink)?,
+                Outcome::Reject(error, cells) => {
+                    self.rejected += 1;
+                    sink.reject(error, cells)?;
+                }
+                Outcome::Nothing => {}
+            }
+        }
+        match slot.encoded.take() {
+            Some(encoded) => sink.encoded(encoded?),
+            None => Ok(()),
+        }
     }
 }
 
@@ -302,7 +458,7 @@ impl Tally {
 fn consume(
     done: channel::Receiver<FromWorker>,
     pool: channel::Sender<Slot>,
-    sink: &mut dyn Sink,
+    sink: &mut dyn Deliver,
 ) -> Result<Tally> {
     let mut tally = Tally::default();
     let mut next = 0u64;
@@ -313,27 +469,18 @@ fn consume(
             FromWorker::Batch(seq, slot) => {
                 waiting.insert(seq, slot);
             }
-            FromWorker::Finish(worker, rows) => kept.push((worker, rows)),
+            FromWorker::Finish(worker, slot) => kept.push((worker, slot)),
         }
         while let Some(mut slot) = waiting.remove(&next) {
             next += 1;
-            for outcome in slot.outcomes.drain(..) {
-                match outcome {
-                    Outcome::Charge(seed, parsed) => tally.charge(seed, parsed, sink)?,
-                    Outcome::Reject(error, cells) => {
-                        tally.rejected += 1;
-                        sink.reject(error, cells)?;
-                    }
-                    Outcome::Nothing => {}
-                }
-            }
+            tally.slot(&mut slot, sink)?;
             // The reader may have stopped: then the buffers are simply dropped.
             let _ = pool.send(slot);
         }
     }
     kept.sort_by_key(|(worker, _)| *worker);
-    for (seed, parsed) in kept.into_iter().flat_map(|(_, rows)| rows) {
-        tally.charge(seed, parsed, sink)?;
+    for (_, mut slot) in kept {
+        tally.slot(&mut slot, sink)?;
     }
     Ok(tally)
 }

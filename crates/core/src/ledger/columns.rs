@@ -67,7 +67,8 @@ fn push_hex(out: &mut String, id: u128) {
     }
 }
 
-/// The columns of a part file, built a charge at a time.
+/// The columns of a part file but the ids, built a charge at a time on the parsing threads
+/// (the ids are given later, in file order: see [`with_ids`]).
 pub(crate) struct FrameBuilder {
     rows: usize,
     texts: Vec<StringChunkedBuilder>,
@@ -75,7 +76,6 @@ pub(crate) struct FrameBuilder {
     gpu_count: Vec<Option<i32>>,
     decimals: Vec<Vec<Option<i128>>>,
     source_line: Vec<i64>,
-    scratch: String,
     period: Option<(crate::charge::YearMonth, String)>,
 }
 
@@ -102,14 +102,13 @@ impl FrameBuilder {
             rows: 0,
             texts: COLUMNS
                 .iter()
-                .filter(|n| !NOT_TEXT.contains(n))
+                .filter(|n| **n != "id" && !NOT_TEXT.contains(n))
                 .map(|n| StringChunkedBuilder::new((*n).into(), capacity))
                 .collect(),
             times: [Vec::with_capacity(capacity), Vec::with_capacity(capacity)],
             gpu_count: Vec::with_capacity(capacity),
             decimals: DECIMALS.iter().map(|_| Vec::with_capacity(capacity)).collect(),
             source_line: Vec::with_capacity(capacity),
-            scratch: String::with_capacity(32),
             period: None,
         }
     }
@@ -117,15 +116,12 @@ impl FrameBuilder {
     /// Takes one charge into the columns.
     pub(crate) fn push(&mut self, c: &Charge) {
         self.rows += 1;
-        self.scratch.clear();
-        push_hex(&mut self.scratch, c.id.0);
         // Nearly every row of a part file has the same month: format it once.
         let period = match &self.period {
             Some((month, text)) if *month == c.billing_period => text,
             _ => &self.period.insert((c.billing_period, c.billing_period.to_string())).1,
         };
-        let values: [Option<&str>; 16] = [
-            Some(&self.scratch),
+        let values: [Option<&str>; 15] = [
             Some(&c.platform),
             c.account.as_deref(),
             Some(period),
@@ -155,14 +151,14 @@ impl FrameBuilder {
         self.source_line.push(c.origin.line as i64);
     }
 
-    /// The DataFrame, columns in [`COLUMNS`] order.
+    /// The DataFrame, columns in [`COLUMNS`] order but for `id`.
     pub(crate) fn finish(self) -> PolarsResult<DataFrame> {
         let rows = self.rows;
         let mut texts = self.texts.into_iter();
         let mut decimals = self.decimals.into_iter();
         let mut times = self.times.into_iter();
         let (mut gpu_count, mut source_line) = (Some(self.gpu_count), Some(self.source_line));
-        let columns = COLUMNS
+        let columns = COLUMNS[1..]
             .iter()
             .map(|&name| -> PolarsResult<Column> {
                 let missing = || polars_err!(ComputeError: "no values for column {name}");
@@ -197,15 +193,17 @@ impl FrameBuilder {
     }
 }
 
-/// Builds the DataFrame of `charges`, a charge at a time: a charge's strings were allocated
-/// together, so reading them together costs one trip to memory where a column at a time
-/// (sixteen passes over the charges) cost sixteen.
-pub fn to_frame(charges: &[Charge]) -> PolarsResult<DataFrame> {
-    let mut builder = FrameBuilder::new(charges.len());
-    for c in charges {
-        builder.push(c);
+/// `frame` (from [`FrameBuilder::finish`]) with its `id` column, the ids in row order.
+pub(crate) fn with_ids(mut frame: DataFrame, ids: &[u128]) -> PolarsResult<DataFrame> {
+    let mut column = StringChunkedBuilder::new("id".into(), ids.len());
+    let mut text = String::with_capacity(32);
+    for &id in ids {
+        text.clear();
+        push_hex(&mut text, id);
+        column.append_value(&text);
     }
-    builder.finish()
+    frame.insert_column(0, column.finish().into_series().into())?;
+    Ok(frame)
 }
 
 struct Reader<'a> {

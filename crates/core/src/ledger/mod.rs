@@ -38,16 +38,19 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 
 use chrono::Utc;
-use polars::prelude::{ParquetCompression, ParquetReader, ParquetWriter, SerReader};
+use polars::prelude::{
+    BooleanChunked, DataFrame, ParquetCompression, ParquetReader, ParquetWriter, SerReader,
+};
 use rust_decimal::Decimal;
 use serde::{Deserialize, Serialize};
 
 pub use columns::COLUMNS;
+use columns::FrameBuilder;
 
-use crate::charge::{Category, Charge, YearMonth};
+use crate::charge::{Category, Charge, ChargeId, YearMonth};
 use crate::error::{Error, ErrorKind, MAX_LISTED_ROW_ERRORS, Result, RowError};
 use crate::ids::IdIndex;
-use crate::import::{self, ControlTotal, FileReport, Profile, Sink};
+use crate::import::{self, ControlTotal, Deliver, Facts, FileReport, Profile};
 
 /// Rows buffered before a part file is written.
 pub const FLUSH_ROWS: usize = 32_768;
@@ -279,6 +282,7 @@ impl Store {
             file: 0,
             batch,
             buffers: BTreeMap::new(),
+            pending: Vec::new(),
             buffered: 0,
             parts: Vec::new(),
             rejects: Vec::new(),
@@ -329,8 +333,7 @@ impl Store {
                 header: Vec::new(),
                 path: path.clone(),
             };
-            let read =
-                import::read_bill_among(path, options.profile, &options.candidates, &mut sink);
+            let read = import::deliver_bill(path, options.profile, &options.candidates, &mut sink);
             let report = match read {
                 Ok(report) => report,
                 Err(e) => {
@@ -407,6 +410,14 @@ struct Failure {
     total: u64,
 }
 
+/// A charge counted by [`Writer::add`], waiting for its columns.
+struct Pending {
+    id: u128,
+    keep: bool,
+    month: YearMonth,
+    platform: &'static str,
+}
+
 /// A batch being written, holding the ledger's lock.
 pub struct Writer {
     root: PathBuf,
@@ -418,7 +429,9 @@ pub struct Writer {
     /// Serial of the file being read (0 stands for the committed ledger).
     file: u32,
     batch: String,
-    buffers: BTreeMap<(YearMonth, String), Vec<Charge>>,
+    buffers: BTreeMap<(YearMonth, String), Vec<DataFrame>>,
+    /// What is known of the charges whose columns have not come yet.
+    pending: Vec<Pending>,
     buffered: usize,
     parts: Vec<PartFile>,
     rejects: Vec<String>,
@@ -427,15 +440,12 @@ pub struct Writer {
     parquet: Option<ParquetThread>,
 }
 
-/// Charges waiting to be written, and where.
-type ParquetJob = (PathBuf, Vec<Charge>);
+/// Columns waiting to be written, and where.
+type ParquetJob = (PathBuf, DataFrame);
 
 /// The thread that turns buffered charges into Parquet part files, one batch behind parsing.
 struct ParquetThread {
     jobs: std::sync::mpsc::SyncSender<ParquetJob>,
-    /// Emptied buffers coming back, to be filled again: a fresh buffer grown row by row costs
-    /// page faults on memory the kernel must zero (a sixth of an import's time, measured).
-    spare: std::sync::mpsc::Receiver<Vec<Charge>>,
     thread: std::thread::JoinHandle<Result<()>>,
 }
 
@@ -444,29 +454,42 @@ impl ParquetThread {
         // A rendezvous: the next batch is handed over only when the last one is written, so
         // memory holds at most two batches.
         let (jobs, queue) = std::sync::mpsc::sync_channel::<ParquetJob>(0);
-        let (give_back, spare) = std::sync::mpsc::channel();
         let thread = std::thread::spawn(move || {
-            for (path, mut charges) in queue {
-                write_part(&path, &charges)?;
-                charges.clear();
-                let _ = give_back.send(charges);
+            for (path, mut frame) in queue {
+                write_part(&path, &mut frame)?;
             }
             Ok(())
         });
-        ParquetThread { jobs, spare, thread }
+        ParquetThread { jobs, thread }
     }
 }
 
 /// Writes one part file and syncs it to disk.
-fn write_part(path: &Path, charges: &[Charge]) -> Result<()> {
+fn write_part(path: &Path, frame: &mut DataFrame) -> Result<()> {
     let parquet_error = |source| Error::from(ErrorKind::Parquet { path: path.to_owned(), source });
-    let mut df = columns::to_frame(charges).map_err(parquet_error)?;
+    frame.rechunk_mut();
     let mut file = io(path, File::create(path))?;
     ParquetWriter::new(&mut file)
         .with_compression(ParquetCompression::Zstd(None))
-        .finish(&mut df)
+        .finish(frame)
         .map_err(parquet_error)?;
     io(path, file.sync_all())
+}
+
+/// The columns of a batch of charges, made on a parsing thread.
+impl import::Encoder for FrameBuilder {
+    fn push(&mut self, charge: &Charge) {
+        FrameBuilder::push(self, charge);
+    }
+    fn finish(self: Box<Self>) -> Result<import::Encoded> {
+        let frame = FrameBuilder::finish(*self)
+            .map_err(|source| ErrorKind::Parquet { path: PathBuf::from("charges"), source })?;
+        Ok(Box::new(frame))
+    }
+}
+
+fn new_frame_builder(capacity: usize) -> Box<dyn import::Encoder> {
+    Box::new(FrameBuilder::new(capacity))
 }
 
 impl Writer {
@@ -483,6 +506,7 @@ impl Writer {
             file: 0,
             batch: "dry-run".into(),
             buffers: BTreeMap::new(),
+            pending: Vec::new(),
             buffered: 0,
             parts: Vec::new(),
             rejects: Vec::new(),
@@ -492,42 +516,72 @@ impl Writer {
         }
     }
 
-    /// Takes a new charge into the batch.
-    fn add(&mut self, charge: Charge, write: bool) -> Result<()> {
-        if charge.is_spend() {
+    /// Counts a charge of the file being read; a new one is written when `write`.
+    fn add(&mut self, facts: &Facts, id: ChargeId, new: bool, write: bool) {
+        if new && facts.spend {
             // Keys are looked up borrowed: no allocation per row once a group exists.
             let found = self.totals.iter_mut().find(|((p, c, cur), _)| {
-                *p == charge.platform && *c == charge.category && *cur == charge.currency
+                p == facts.platform && *c == facts.category && **cur == *facts.currency
             });
             let total = match found {
                 Some((_, total)) => total,
                 None => self
                     .totals
-                    .entry((charge.platform.clone(), charge.category, charge.currency.clone()))
+                    .entry((facts.platform.to_owned(), facts.category, facts.currency.to_string()))
                     .or_default(),
             };
-            total.0 += charge.billed_cost;
+            total.0 += facts.billed_cost;
             total.1 += 1;
         }
-        if write {
-            let found = self
-                .buffers
-                .iter_mut()
-                .find(|((m, p), _)| *m == charge.billing_period && *p == charge.platform);
+        self.pending.push(Pending {
+            id: id.0,
+            keep: new && write,
+            month: facts.billing_period,
+            platform: facts.platform,
+        });
+    }
+
+    /// Takes the columns of the charges counted since the last call: the new ones go to
+    /// their partitions' buffers, the rest are dropped.
+    fn add_frame(&mut self, frame: DataFrame) -> Result<()> {
+        let pending = std::mem::take(&mut self.pending);
+        if !pending.iter().any(|p| p.keep) {
+            return Ok(());
+        }
+        let frame_error =
+            |e: polars::prelude::PolarsError| Error::ledger(&self.root, e.to_string());
+        if frame.height() != pending.len() {
+            return Err(Error::ledger(&self.root, "columns and charges out of step"));
+        }
+        let ids: Vec<u128> = pending.iter().map(|p| p.id).collect();
+        let frame = columns::with_ids(frame, &ids).map_err(frame_error)?;
+        let mut keys: Vec<(YearMonth, &'static str)> = Vec::new();
+        for p in pending.iter().filter(|p| p.keep) {
+            if !keys.contains(&(p.month, p.platform)) {
+                keys.push((p.month, p.platform));
+            }
+        }
+        for (month, platform) in keys {
+            let mask: BooleanChunked = pending
+                .iter()
+                .map(|p| p.keep && p.month == month && p.platform == platform)
+                .collect();
+            let part = if mask.all() {
+                frame.clone()
+            } else {
+                frame.filter(&mask).map_err(frame_error)?
+            };
+            self.buffered += part.height();
+            let found = self.buffers.iter_mut().find(|((m, p), _)| *m == month && p == platform);
             match found {
-                Some((_, rows)) => rows.push(charge),
+                Some((_, frames)) => frames.push(part),
                 None => {
-                    let key = (charge.billing_period, charge.platform.clone());
-                    let spare = self.parquet.as_ref().and_then(|p| p.spare.try_recv().ok());
-                    let mut rows = spare.unwrap_or_else(|| Vec::with_capacity(FLUSH_ROWS));
-                    rows.push(charge);
-                    self.buffers.insert(key, rows);
+                    self.buffers.insert((month, platform.to_owned()), vec![part]);
                 }
             }
-            self.buffered += 1;
-            if self.buffered >= FLUSH_ROWS {
-                self.flush()?;
-            }
+        }
+        if self.buffered >= FLUSH_ROWS {
+            self.flush()?;
         }
         Ok(())
     }
@@ -535,7 +589,14 @@ impl Writer {
     /// Hands every buffered partition to the Parquet thread, which writes it as a part file
     /// while parsing goes on (the machines have two cores).
     fn flush(&mut self) -> Result<()> {
-        for ((month, platform), charges) in std::mem::take(&mut self.buffers) {
+        for ((month, platform), frames) in std::mem::take(&mut self.buffers) {
+            let mut frames = frames.into_iter();
+            let Some(mut frame) = frames.next() else { continue };
+            for more in frames {
+                frame
+                    .vstack_mut_owned(more)
+                    .map_err(|e| Error::ledger(&self.root, e.to_string()))?;
+            }
             let dir = format!("charges/month={month}/platform={platform}");
             let rel = format!("{dir}/{}-{:04}.parquet", self.batch, self.parts.len());
             let path = self.root.join(&rel);
@@ -544,10 +605,10 @@ impl Writer {
                 path: rel,
                 month: month.to_string(),
                 platform,
-                rows: charges.len() as u64,
+                rows: frame.height() as u64,
             });
             let parquet = self.parquet.get_or_insert_with(ParquetThread::start);
-            if parquet.jobs.send((path, charges)).is_err() {
+            if parquet.jobs.send((path, frame)).is_err() {
                 // The thread stopped on an error: `finish_parquet` reports it.
                 return self.finish_parquet();
             }
@@ -695,7 +756,7 @@ struct BatchSink<'a> {
     path: PathBuf,
 }
 
-impl Sink for BatchSink<'_> {
+impl Deliver for BatchSink<'_> {
     fn begin_file(&mut self, _path: &Path, header: &[String]) -> Result<()> {
         self.header = header.to_vec();
         Ok(())
@@ -705,14 +766,26 @@ impl Sink for BatchSink<'_> {
         (&mut self.writer.known, self.writer.file)
     }
 
-    fn charge(&mut self, charge: Charge, new: bool) -> Result<()> {
-        if !new {
+    fn encoding(&self) -> Option<import::NewEncoder> {
+        Some(new_frame_builder)
+    }
+
+    fn charge(&mut self, facts: &Facts, _: Option<Charge>, id: ChargeId, new: bool) -> Result<()> {
+        if new {
+            self.new += 1;
+        } else {
             self.duplicates += 1;
-            return Ok(());
         }
-        self.new += 1;
         let write = !self.options.dry_run && self.failure.total == 0;
-        self.writer.add(charge, write)
+        self.writer.add(facts, id, new, write);
+        Ok(())
+    }
+
+    fn encoded(&mut self, encoded: import::Encoded) -> Result<()> {
+        match encoded.downcast::<DataFrame>() {
+            Ok(frame) => self.writer.add_frame(*frame),
+            Err(_) => Err(Error::ledger(&self.writer.root, "a batch came encoded in another form")),
+        }
     }
 
     fn reject(&mut self, error: RowError, cells: Vec<String>) -> Result<()> {
