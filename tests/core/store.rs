@@ -135,6 +135,27 @@ fn a_bad_row_deep_in_a_big_file_fails_the_batch_with_its_line_and_leaves_the_led
 }
 
 #[test]
+fn reading_reports_its_progress_up_to_the_whole_file() {
+    let (dir, store) = ledger();
+    let (path, _) = super::big_focus_file(dir.path(), 9_000);
+    let size = std::fs::metadata(&path).unwrap().len();
+    let seen = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+    let record = seen.clone();
+    let progress =
+        gpuaudit_core::import::Progress(std::sync::Arc::new(move |file, done, total| {
+            record.lock().unwrap().push((file.to_path_buf(), done, total));
+        }));
+    let options = ImportOptions { progress: Some(progress), ..Default::default() };
+    store.import(std::slice::from_ref(&path), &options).unwrap();
+    let seen = seen.lock().unwrap();
+    assert!(seen.len() >= 4, "a report per batch of 2,048 rows: {}", seen.len());
+    assert!(seen.iter().all(|(file, _, total)| *file == path && *total == size));
+    assert!(seen.windows(2).all(|w| w[0].1 <= w[1].1), "never goes back");
+    assert!(seen[0].1 < size);
+    assert_eq!(seen.last().unwrap().1, size, "ends at the whole file");
+}
+
+#[test]
 fn a_dry_run_counts_but_writes_nothing() {
     let (dir, store) = ledger();
     let options = ImportOptions { dry_run: true, ..Default::default() };

@@ -3,8 +3,8 @@
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use gpuaudit_core::import::Profile;
 use gpuaudit_core::import::spec::SpecProfile;
+use gpuaudit_core::import::{Profile, Progress};
 use gpuaudit_core::ledger::{ImportOptions, Store};
 use gpuaudit_core::reconcile::footers_of;
 use gpuaudit_core::report::money_text;
@@ -35,14 +35,20 @@ pub fn run(
     args: ImportArgs,
 ) -> Result<ExitCode, gpuaudit_core::Error> {
     let profile = args.profile.as_deref().map(|p| resolve(profiles, p)).transpose()?;
+    let bar = progress_bar(&args.files);
     let options = ImportOptions {
         profile,
         candidates: profiles.to_vec(),
         skip_invalid: args.skip_invalid,
         dry_run: args.dry_run,
+        progress: bar.clone().map(progress_of),
         ids_in_memory: None,
     };
-    let outcome = store.import(&args.files, &options)?;
+    let outcome = store.import(&args.files, &options);
+    if let Some(bar) = bar {
+        bar.finish_and_clear();
+    }
+    let outcome = outcome?;
     for f in &outcome.files {
         let r = &f.report;
         for footer in footers_of(&r.path, r.profile, &r.control_totals, &r.totals) {
@@ -107,6 +113,34 @@ pub fn run(
     }
     emit(&out)?;
     Ok(ExitCode::SUCCESS)
+}
+
+/// Files of more than this many bytes in all get a progress bar.
+const PROGRESS_BYTES: u64 = 8 << 20;
+
+/// A progress bar on stderr, a file at a time, when stderr is a terminal and the files are
+/// big enough for it to matter (DESIGN: long work shows a progress bar).
+fn progress_bar(files: &[PathBuf]) -> Option<indicatif::ProgressBar> {
+    use std::io::IsTerminal;
+    let total: u64 = files.iter().filter_map(|f| std::fs::metadata(f).ok()).map(|m| m.len()).sum();
+    if !std::io::stderr().is_terminal() || total < PROGRESS_BYTES {
+        return None;
+    }
+    let style =
+        indicatif::ProgressStyle::with_template("{bar:40} {bytes}/{total_bytes} {wide_msg}")
+            .ok()?;
+    Some(indicatif::ProgressBar::new(0).with_style(style))
+}
+
+/// Reading progress shown on `bar`, a file at a time.
+fn progress_of(bar: indicatif::ProgressBar) -> Progress {
+    Progress(std::sync::Arc::new(move |path, done, size| {
+        if bar.length() != Some(size) || bar.message() != path.to_string_lossy() {
+            bar.set_length(size);
+            bar.set_message(path.display().to_string());
+        }
+        bar.set_position(done);
+    }))
 }
 
 /// A profile file (an existing file, or a name ending in `.toml`), else a registered name.

@@ -131,9 +131,28 @@ pub(crate) trait Deliver {
         id: ChargeId,
         new: bool,
     ) -> Result<()>;
+    /// Where to report how far reading has got.
+    fn progress(&self) -> Option<Progress> {
+        None
+    }
     /// The encoded form of the charges handed to [`Deliver::charge`] since the last call.
     fn encoded(&mut self, _encoded: Encoded) -> Result<()> {
         Ok(())
+    }
+}
+
+/// How far reading a file has got: called on the reading thread with the file, the bytes
+/// read so far and the file's size, after each batch of records and once at the end. The
+/// library never prints: a program draws its progress bar from this.
+#[derive(Clone)]
+pub struct Progress(pub Arc<ReportProgress>);
+
+/// The function behind [`Progress`]: file, bytes read, file size.
+pub type ReportProgress = dyn Fn(&Path, u64, u64) + Send + Sync;
+
+impl std::fmt::Debug for Progress {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Progress(..)")
     }
 }
 
@@ -202,6 +221,8 @@ pub(crate) fn deliver_bill(
     let profile = source.profile();
     sink.begin_file(path, &source.header().names)?;
     let encoding = sink.encoding();
+    let progress = sink.progress();
+    let size = std::fs::metadata(path).map_or(0, |m| m.len());
     let workers = if profile.rows_independent() {
         std::thread::available_parallelism().map_or(1, |n| n.get()).clamp(1, MAX_WORKERS)
     } else {
@@ -222,9 +243,19 @@ pub(crate) fn deliver_bill(
         let reader = {
             let source = &mut source;
             scope.spawn(move || -> Result<()> {
+                let report = |source: &BillSource| {
+                    if let Some(Progress(report)) = &progress {
+                        report(path, source.bytes_read().min(size), size);
+                    }
+                };
                 for seq in 0.. {
                     let Ok(mut slot) = pool_rx.recv() else { return Ok(()) };
-                    if !source.fill(&mut slot.records)? || work_tx.send((seq, slot)).is_err() {
+                    if !source.fill(&mut slot.records)? {
+                        report(source);
+                        return Ok(());
+                    }
+                    report(source);
+                    if work_tx.send((seq, slot)).is_err() {
                         return Ok(());
                     }
                 }

@@ -503,6 +503,11 @@ impl BillSource {
         &self.control_totals
     }
 
+    /// Bytes of the file read so far (read ahead of the rows handed out by up to 64 KiB).
+    pub fn bytes_read(&self) -> u64 {
+        self.reader.get_ref().bytes
+    }
+
     /// The SHA-256 and size of the bytes read so far (the whole file once rows run out).
     pub fn digest(&self) -> (String, u64) {
         let hashing = self.reader.get_ref();

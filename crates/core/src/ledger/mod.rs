@@ -145,6 +145,8 @@ pub struct ImportOptions {
     pub skip_invalid: bool,
     /// Read and count, write nothing.
     pub dry_run: bool,
+    /// Where to report how far reading each file has got (a progress bar).
+    pub progress: Option<import::Progress>,
     /// The most charge ids held in memory before they spill to scratch files
     /// ([`crate::ids::IN_MEMORY`] when `None`): lower it to bound memory further.
     pub ids_in_memory: Option<usize>,
@@ -768,6 +770,10 @@ impl Deliver for BatchSink<'_> {
 
     fn encoding(&self) -> Option<import::NewEncoder> {
         Some(new_frame_builder)
+    }
+
+    fn progress(&self) -> Option<import::Progress> {
+        self.options.progress.clone()
     }
 
     fn charge(&mut self, facts: &Facts, _: Option<Charge>, id: ChargeId, new: bool) -> Result<()> {
