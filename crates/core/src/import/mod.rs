@@ -11,12 +11,18 @@
 //! - parsing threads (as many as the machine has cores, at most four; one when the profile's
 //!   rows depend on each other) turn batches of records into charges and their id seeds;
 //! - the calling thread takes the batches back in file order, gives ids (the occurrence of
-//!   identical rows needs file order), and hands charges and rejects to the [`Sink`].
+//!   identical rows needs file order; ids live in an [`IdIndex`] the sink owns), and hands
+//!   charges and rejects to the [`Sink`].
 //!
-//! At most [`BATCHES_IN_FLIGHT`] batches of [`BATCH_ROWS`] records exist at once. What grows
-//! with the file is only the set of content ids the file gave (for identity; 16 bytes a row)
-//! and, for AutoDL, its compute rows (the coverage rule needs the whole file; AutoDL logs are
-//! small).
+//! The ledger does not take whole charges: its sink has the parsing threads build each
+//! batch's Parquet columns while the charges are still in the CPU's cache ([`Encoder`]),
+//! drops the charges there, and sees only each charge's [`Facts`] on the calling thread;
+//! moving and freeing half a kilobyte a row across threads cost more than building the
+//! columns (measured with `perf`, see `benches/vs_duckdb.py`).
+//!
+//! At most [`BATCHES_IN_FLIGHT`] batches of [`BATCH_ROWS`] records exist at once; the id
+//! index is bounded too (see [`crate::ids`]). What grows with the file is, for AutoDL only,
+//! its compute rows (the coverage rule needs the whole file; AutoDL logs are small).
 
 mod profile;
 mod source;
