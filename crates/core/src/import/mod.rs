@@ -15,14 +15,14 @@
 //!   charges and rejects to the [`Sink`].
 //!
 //! The ledger does not take whole charges: its sink has the parsing threads build each
-//! batch's Parquet columns while the charges are still in the CPU's cache ([`Encoder`]),
-//! drops the charges there, and sees only each charge's [`Facts`] on the calling thread;
+//! batch's Parquet columns while the charges are still in the CPU's cache (`Encoder`),
+//! drops the charges there, and sees only each charge's `Facts` on the calling thread;
 //! moving and freeing half a kilobyte a row across threads cost more than building the
 //! columns (measured with `perf`, see `benches/vs_duckdb.py`).
 //!
-//! At most [`BATCHES_IN_FLIGHT`] batches of [`BATCH_ROWS`] records exist at once; the id
-//! index is bounded too (see [`crate::ids`]). What grows with the file is, for AutoDL only,
-//! its compute rows (the coverage rule needs the whole file; AutoDL logs are small).
+//! At most 8 batches of 2,048 records exist at once; the id index is bounded too (see
+//! [`crate::ids`]). What grows with the file is, for AutoDL only, its compute rows (the
+//! coverage rule needs the whole file; AutoDL logs are small).
 
 mod profile;
 mod source;
