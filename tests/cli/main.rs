@@ -198,36 +198,45 @@ fn bad_input_exits_2_with_its_location_and_leaves_the_ledger_untouched() {
 
 #[test]
 fn a_crash_before_the_manifest_is_committed_leaves_the_ledger_as_before() {
-    let dir = workdir();
-    let ok = gpuaudit(dir.path(), &["import", "fixtures/autodl/valid/two_days.csv"]);
-    assert_eq!(ok.status.code(), Some(0));
-    let ledger = dir.path().join(".gpuaudit");
-    let before = snapshot(&ledger);
-    let crashed = Command::new(env!("CARGO_BIN_EXE_gpuaudit"))
-        .args(["import", "fixtures/aliyun/valid/english_headers.csv"])
-        .current_dir(dir.path())
-        .env("GPUAUDIT_FAILPOINT", "before-commit")
-        .output()
-        .unwrap();
-    assert!(!crashed.status.success(), "the failpoint aborts the process");
-    let after_crash = snapshot(&ledger);
-    let orphans: Vec<_> = after_crash.keys().filter(|p| !before.contains_key(*p)).collect();
-    assert_eq!(orphans.len(), 1, "the crash left its Parquet file behind: {orphans:?}");
-    assert_eq!(after_crash[&ledger.join("manifest.json")], before[&ledger.join("manifest.json")]);
-    let csv = gpuaudit(dir.path(), &["summary", "--by", "platform", "--format", "csv"]);
-    assert_eq!(
-        stdout(&csv),
-        "platform,currency,billed_cost,list_cost,charges\nautodl,CNY,6.23,6.23,6\n"
-    );
-    // The next writer sweeps the orphan and imports the file for real.
-    let retry = gpuaudit(dir.path(), &["import", "fixtures/aliyun/valid/english_headers.csv"]);
-    assert_eq!(retry.status.code(), Some(0), "{}", stderr(&retry));
-    assert!(!orphans[0].exists(), "the orphan was swept");
-    let csv = gpuaudit(dir.path(), &["summary", "--by", "platform", "--format", "csv"]);
-    assert_eq!(
-        stdout(&csv),
-        "platform,currency,billed_cost,list_cost,charges\naliyun,CNY,679.156,783.556,9\nautodl,CNY,6.23,6.23,6\n"
-    );
+    // Parquet written but not moved into `charges/` (what DuckDB reads), then moved but the
+    // manifest not replaced: either way the ledger shows nothing of the batch.
+    for (failpoint, orphan_under) in [("before-publish", "tmp"), ("before-commit", "charges")] {
+        let dir = workdir();
+        let ok = gpuaudit(dir.path(), &["import", "fixtures/autodl/valid/two_days.csv"]);
+        assert_eq!(ok.status.code(), Some(0));
+        let ledger = dir.path().join(".gpuaudit");
+        let before = snapshot(&ledger);
+        let crashed = Command::new(env!("CARGO_BIN_EXE_gpuaudit"))
+            .args(["import", "fixtures/aliyun/valid/english_headers.csv"])
+            .current_dir(dir.path())
+            .env("GPUAUDIT_FAILPOINT", failpoint)
+            .output()
+            .unwrap();
+        assert!(!crashed.status.success(), "{failpoint}: the failpoint aborts the process");
+        let after_crash = snapshot(&ledger);
+        let orphans: Vec<_> = after_crash.keys().filter(|p| !before.contains_key(*p)).collect();
+        assert_eq!(orphans.len(), 1, "{failpoint}: the crash left its Parquet file: {orphans:?}");
+        assert!(orphans[0].starts_with(ledger.join(orphan_under)), "{failpoint}: {orphans:?}");
+        assert_eq!(
+            after_crash[&ledger.join("manifest.json")],
+            before[&ledger.join("manifest.json")]
+        );
+        let csv = gpuaudit(dir.path(), &["summary", "--by", "platform", "--format", "csv"]);
+        assert_eq!(
+            stdout(&csv),
+            "platform,currency,billed_cost,list_cost,charges\nautodl,CNY,6.23,6.23,6\n"
+        );
+        // The next writer sweeps the orphan and imports the file for real.
+        let retry = gpuaudit(dir.path(), &["import", "fixtures/aliyun/valid/english_headers.csv"]);
+        assert_eq!(retry.status.code(), Some(0), "{}", stderr(&retry));
+        assert!(!orphans[0].exists(), "{failpoint}: the orphan was swept");
+        assert!(!ledger.join("tmp").exists(), "{failpoint}: no scratch folder is left");
+        let csv = gpuaudit(dir.path(), &["summary", "--by", "platform", "--format", "csv"]);
+        assert_eq!(
+            stdout(&csv),
+            "platform,currency,billed_cost,list_cost,charges\naliyun,CNY,679.156,783.556,9\nautodl,CNY,6.23,6.23,6\n"
+        );
+    }
 }
 
 #[test]
