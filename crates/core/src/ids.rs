@@ -19,7 +19,9 @@
 
 use std::collections::HashMap;
 use std::fs::File;
-use std::io::{BufWriter, Read, Seek, SeekFrom, Write};
+use std::io::{BufWriter, Write};
+#[cfg(not(unix))]
+use std::io::{Read, Seek, SeekFrom};
 use std::path::PathBuf;
 
 use crate::charge::IdKeys;
@@ -54,6 +56,49 @@ struct Run {
     len: usize,
     /// The id of every [`FENCE`]-th entry.
     fence: Vec<u128>,
+    /// Blocks of this run read so far.
+    reads: usize,
+    /// The whole run, once it has been hit often enough to be worth holding in memory.
+    loaded: Option<Vec<u8>>,
+}
+
+/// Block reads after which a run is read whole into memory. A file imported again finds
+/// every id known (reading a block of every newer run on the way), and a read per id cost
+/// 2.7 µs of system time here (43 s for 4.3 M ids), where a lookup in memory costs a fraction
+/// of that. The filter keeps a fresh import from reading runs at all: it loads nothing.
+const LOAD_AFTER_READS: usize = 1024;
+/// Bytes of runs held in memory at most (6.7 M ids); runs beyond it are read a block a time.
+const LOADED_BYTES: usize = 128 << 20;
+
+/// The owner of `id` among `entries` (sorted entries of a run), if it is there.
+fn find(entries: &[u8], id: u128) -> Option<u32> {
+    let at = |i: usize| -> &[u8] { &entries[i * ENTRY..(i + 1) * ENTRY] };
+    let key = |e: &[u8]| u128::from_le_bytes(e[..16].try_into().unwrap_or_default());
+    let (mut low, mut high) = (0, entries.len() / ENTRY);
+    while low < high {
+        let mid = (low + high) / 2;
+        match key(at(mid)).cmp(&id) {
+            std::cmp::Ordering::Less => low = mid + 1,
+            std::cmp::Ordering::Greater => high = mid,
+            std::cmp::Ordering::Equal => {
+                return Some(u32::from_le_bytes(at(mid)[16..].try_into().unwrap_or_default()));
+            }
+        }
+    }
+    None
+}
+
+/// Reads `buffer.len()` bytes of `file` at `offset`.
+fn read_at(file: &mut File, buffer: &mut [u8], offset: u64) -> std::io::Result<()> {
+    #[cfg(unix)]
+    {
+        std::os::unix::fs::FileExt::read_exact_at(file, buffer, offset)
+    }
+    #[cfg(not(unix))]
+    {
+        file.seek(SeekFrom::Start(offset))?;
+        file.read_exact(buffer)
+    }
 }
 
 /// Ids seen so far, with the file that last claimed each. See the module docs.
@@ -67,6 +112,8 @@ pub struct IdIndex {
     buffer: Vec<u8>,
     /// Blocks read from run files (the filter's false positives and the true hits).
     run_reads: u64,
+    /// Bytes of runs held in memory.
+    loaded_bytes: usize,
 }
 
 impl std::fmt::Debug for IdIndex {
@@ -99,6 +146,7 @@ impl IdIndex {
             runs: Vec::new(),
             buffer: Vec::new(),
             run_reads: 0,
+            loaded_bytes: 0,
         }
     }
 
@@ -156,26 +204,37 @@ impl IdIndex {
         if !self.bloom_may_hold(id) {
             return Ok(None);
         }
-        for run in self.runs.iter_mut().rev() {
+        let IdIndex { runs, buffer, run_reads, loaded_bytes, .. } = self;
+        for run in runs.iter_mut().rev() {
             let block = run.fence.partition_point(|&f| f <= id);
             if block == 0 {
                 continue;
             }
-            self.run_reads += 1;
             let start = (block - 1) * FENCE;
             let count = FENCE.min(run.len - start);
-            self.buffer.resize(count * ENTRY, 0);
-            run.file
-                .seek(SeekFrom::Start((start * ENTRY) as u64))
-                .and_then(|_| run.file.read_exact(&mut self.buffer))
-                .map_err(|e| Error::io(&run.path, e))?;
-            let entries = self.buffer.chunks_exact(ENTRY);
-            let at = |e: &[u8]| u128::from_le_bytes(e[..16].try_into().unwrap_or_default());
-            let ids: Vec<(u128, u32)> = entries
-                .map(|e| (at(e), u32::from_le_bytes(e[16..].try_into().unwrap_or_default())))
-                .collect();
-            if let Ok(i) = ids.binary_search_by_key(&id, |e| e.0) {
-                return Ok(Some(ids[i].1));
+            let size = run.len * ENTRY;
+            if run.loaded.is_none()
+                && run.reads >= LOAD_AFTER_READS
+                && *loaded_bytes + size <= LOADED_BYTES
+            {
+                let mut bytes = vec![0; size];
+                read_at(&mut run.file, &mut bytes, 0).map_err(|e| Error::io(&run.path, e))?;
+                *loaded_bytes += size;
+                run.loaded = Some(bytes);
+            }
+            let found = match &run.loaded {
+                Some(bytes) => find(&bytes[start * ENTRY..(start + count) * ENTRY], id),
+                None => {
+                    *run_reads += 1;
+                    run.reads += 1;
+                    buffer.resize(count * ENTRY, 0);
+                    read_at(&mut run.file, buffer, (start * ENTRY) as u64)
+                        .map_err(|e| Error::io(&run.path, e))?;
+                    find(buffer, id)
+                }
+            };
+            if let Some(owner) = found {
+                return Ok(Some(owner));
             }
         }
         Ok(None)
@@ -214,7 +273,7 @@ impl IdIndex {
                 .map_err(|e| Error::io(&path, e))?;
         }
         let file = out.into_inner().map_err(|e| Error::io(&path, e.into_error()))?;
-        self.runs.push(Run { file, path, len: entries.len(), fence });
+        self.runs.push(Run { file, path, len: entries.len(), fence, reads: 0, loaded: None });
         Ok(())
     }
 }
@@ -254,6 +313,18 @@ mod tests {
         // Spilled (first run), spilled (second run) and in-memory ids, same file: given.
         for n in [0, IN_MEMORY as u64 + 5, total - 1] {
             assert_eq!(index.claim(id(n), 1).unwrap(), Claim::Given, "id {n}");
+        }
+        // A file imported again: its ids are known. The runs are read a block per id until
+        // they have been read often enough, then held in memory.
+        let reads = index.run_reads;
+        for n in 10..(10 + 3 * LOAD_AFTER_READS as u64) {
+            assert_eq!(index.claim(id(n), 3).unwrap(), Claim::Known, "id {n}");
+        }
+        assert!(index.runs.iter().all(|r| r.loaded.is_some()), "the runs are in memory");
+        let most = 2 * LOAD_AFTER_READS as u64;
+        assert!(index.run_reads - reads <= most, "{} reads", index.run_reads - reads);
+        for n in 10..(10 + 3 * LOAD_AFTER_READS as u64) {
+            assert_eq!(index.claim(id(n), 3).unwrap(), Claim::Given, "id {n}, again");
         }
         // Another file: known, and then given by that file.
         assert_eq!(index.claim(id(7), 2).unwrap(), Claim::Known);
