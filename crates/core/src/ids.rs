@@ -70,8 +70,8 @@ const LOAD_AFTER_READS: usize = 1024;
 /// Bytes of runs held in memory at most (6.7 M ids); runs beyond it are read a block a time.
 const LOADED_BYTES: usize = 128 << 20;
 
-/// The owner of `id` among `entries` (sorted entries of a run), if it is there.
-fn find(entries: &[u8], id: u128) -> Option<u32> {
+/// Where `id` is among `entries` (sorted entries of a run), if it is there.
+fn find(entries: &[u8], id: u128) -> Option<usize> {
     let at = |i: usize| -> &[u8] { &entries[i * ENTRY..(i + 1) * ENTRY] };
     let key = |e: &[u8]| u128::from_le_bytes(e[..16].try_into().unwrap_or_default());
     let (mut low, mut high) = (0, entries.len() / ENTRY);
@@ -80,15 +80,18 @@ fn find(entries: &[u8], id: u128) -> Option<u32> {
         match key(at(mid)).cmp(&id) {
             std::cmp::Ordering::Less => low = mid + 1,
             std::cmp::Ordering::Greater => high = mid,
-            std::cmp::Ordering::Equal => {
-                return Some(u32::from_le_bytes(at(mid)[16..].try_into().unwrap_or_default()));
-            }
+            std::cmp::Ordering::Equal => return Some(mid),
         }
     }
     None
 }
 
 /// Reads `buffer.len()` bytes of `file` at `offset`.
+/// The owner recorded in entry `i` of `entries`.
+fn owner(entries: &[u8], i: usize) -> u32 {
+    u32::from_le_bytes(entries[i * ENTRY + 16..(i + 1) * ENTRY].try_into().unwrap_or_default())
+}
+
 fn read_at(file: &mut File, buffer: &mut [u8], offset: u64) -> std::io::Result<()> {
     #[cfg(unix)]
     {
@@ -164,9 +167,11 @@ impl IdIndex {
             *owner = file;
             return Ok(Claim::Known);
         }
-        let claim = match self.search_runs(id)? {
-            Some(owner) if owner == file => return Ok(Claim::Given),
-            Some(_) => Claim::Known,
+        let claim = match self.search_runs(id, file)? {
+            Some((owner, _)) if owner == file => return Ok(Claim::Given),
+            // Found in a run held in memory: the new owner was written there.
+            Some((_, true)) => return Ok(Claim::Known),
+            Some((_, false)) => Claim::Known,
             None => Claim::New,
         };
         if self.map.len() >= self.limit {
@@ -200,7 +205,10 @@ impl IdIndex {
         bits.iter().all(|&b| words[(b / 64) as usize] & (1 << (b % 64)) != 0)
     }
 
-    fn search_runs(&mut self, id: u128) -> Result<Option<u32>> {
+    /// The owner of `id` in the runs, newest first, and whether `file` was recorded as its
+    /// new owner there (runs held in memory are updated in place; a file imported again
+    /// then adds nothing to the map, which would otherwise spill its ids once more).
+    fn search_runs(&mut self, id: u128, file: u32) -> Result<Option<(u32, bool)>> {
         if !self.bloom_may_hold(id) {
             return Ok(None);
         }
@@ -222,19 +230,25 @@ impl IdIndex {
                 *loaded_bytes += size;
                 run.loaded = Some(bytes);
             }
-            let found = match &run.loaded {
-                Some(bytes) => find(&bytes[start * ENTRY..(start + count) * ENTRY], id),
+            match &mut run.loaded {
+                Some(bytes) => {
+                    let block = &mut bytes[start * ENTRY..(start + count) * ENTRY];
+                    if let Some(i) = find(block, id) {
+                        let was = owner(block, i);
+                        block[i * ENTRY + 16..(i + 1) * ENTRY].copy_from_slice(&file.to_le_bytes());
+                        return Ok(Some((was, true)));
+                    }
+                }
                 None => {
                     *run_reads += 1;
                     run.reads += 1;
                     buffer.resize(count * ENTRY, 0);
                     read_at(&mut run.file, buffer, (start * ENTRY) as u64)
                         .map_err(|e| Error::io(&run.path, e))?;
-                    find(buffer, id)
+                    if let Some(i) = find(buffer, id) {
+                        return Ok(Some((owner(buffer, i), false)));
+                    }
                 }
-            };
-            if let Some(owner) = found {
-                return Ok(Some(owner));
             }
         }
         Ok(None)
