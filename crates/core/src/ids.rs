@@ -6,9 +6,16 @@
 //! ids are sorted and written to a run file (20 bytes an id), a sparse fence of every
 //! [`FENCE`]-th id stays in memory, and every id goes into a fixed 32 MiB blocked Bloom filter.
 //! A lookup that misses the map asks the filter, and only when the filter says "maybe" reads
-//! one block of each run, newest first. Memory is thus bounded whatever the size of the file
-//! or of the ledger: map + filter + fences (16 bytes per 256 ids). Without a spill folder the
-//! map simply grows (what [`crate::parse_bill`] does: it holds the charges in memory anyway).
+//! one block of a run, newest run first. Memory is thus bounded whatever the size of the file
+//! or of the ledger: map + filter + fences (16 bytes per 256 ids) + the runs held in memory.
+//! Without a spill folder the map simply grows (what [`crate::parse_bill`] does: it holds the
+//! charges in memory anyway).
+//!
+//! A fresh import finds nothing in the runs and reads none. A file imported again finds every
+//! id there: a run read from more than a thousand times is then read whole into memory (at
+//! most 128 MB of runs), and a known id found in it takes its new owner in place, so the map
+//! does not fill up with the file's ids again (measured: re-importing a 1 GB export took 43 s
+//! reading a block per id, 10.6 s so).
 //!
 //! Each id carries the serial of the last file that claimed it (0: committed before the
 //! batch), which tells the three answers of [`IdIndex::claim`] apart: new, known from before,
