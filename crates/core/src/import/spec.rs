@@ -863,7 +863,9 @@ impl RowParser for SpecParser<'_> {
         let gpu_model = (category == Category::Compute)
             .then(|| {
                 p.gpu_models.iter().find(|(c, prefix, _)| {
-                    facts.text(*c).to_ascii_lowercase().starts_with(prefix.as_str())
+                    let text = facts.text(*c).as_bytes();
+                    text.get(..prefix.len())
+                        .is_some_and(|t| t.eq_ignore_ascii_case(prefix.as_bytes()))
                 })
             })
             .flatten()
