@@ -8,7 +8,9 @@ $CARGO_TARGET_DIR/bench-data (never committed), then runs, three times each and 
   - `gpuaudit import FILE` into a fresh ledger (detection, parsing, dedup, Parquet, commit);
   - DuckDB (the Python package) `COPY (SELECT * FROM read_csv(FILE)) TO 'x.parquet'`.
 It prints the median wall time of each, the ratio, and each tool's peak RSS (/usr/bin/time -f %M,
-or getrusage of the child when that is missing). Needs `pip install duckdb`."""
+or getrusage of the child when that is missing); then ("again") the time and peak RSS of
+importing the same file a second time into gpuaudit's ledger, every row a duplicate.
+Needs `pip install duckdb`."""
 import os, random, shutil, statistics, subprocess, sys, tempfile, time, resource
 
 GPUAUDIT = os.path.abspath(sys.argv[1])
@@ -63,7 +65,7 @@ DUCK = ("import duckdb,sys; duckdb.connect().execute(\"COPY (SELECT * FROM read_
         "(FORMAT parquet)\")")
 
 os.makedirs(DATA, exist_ok=True)
-print("size     rows       gpuaudit s  duckdb s  ratio  gpuaudit RSS MB  duckdb RSS MB")
+print("size     rows       gpuaudit s  duckdb s  ratio  gpuaudit RSS MB  duckdb RSS MB  again s  again MB")
 for mb in SIZES:
     path = os.path.join(DATA, f"focus-{mb}mb.csv")
     rows_path = path + ".rows"
@@ -71,12 +73,15 @@ for mb in SIZES:
         rows = generate(path, mb)
         open(rows_path, "w").write(str(rows))
     rows = int(open(rows_path).read())
-    ours, theirs = [], []
+    ours, theirs, again = [], [], []
     for _ in range(3):
         with tempfile.TemporaryDirectory(dir=DATA) as tmp:
-            ours.append(timed([GPUAUDIT, "--ledger", os.path.join(tmp, "ledger"), "import", path], tmp))
+            ledger = os.path.join(tmp, "ledger")
+            ours.append(timed([GPUAUDIT, "--ledger", ledger, "import", path], tmp))
             theirs.append(timed([sys.executable, "-c", DUCK % (path, os.path.join(tmp, "x.parquet"))], tmp))
+            again.append(timed([GPUAUDIT, "--ledger", ledger, "import", path], tmp))
     g = statistics.median(w for w, _ in ours)
     d = statistics.median(w for w, _ in theirs)
+    a = statistics.median(w for w, _ in again)
     print(f"{mb:>5} MB {rows:>9} {g:>11.2f} {d:>9.2f} {g / d:>6.2f} {max(r for _, r in ours):>16.0f} "
-          f"{max(r for _, r in theirs):>14.0f}")
+          f"{max(r for _, r in theirs):>14.0f} {a:>10.2f} {max(r for _, r in again):>9.0f}")
