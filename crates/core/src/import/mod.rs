@@ -50,8 +50,12 @@ pub trait Sink {
     /// A valid charge, its id set; `new` is false when the id was known (from the ledger, an
     /// earlier file of the batch, or the same native id earlier in this file).
     fn charge(&mut self, charge: Charge, new: bool) -> Result<()>;
-    /// The ids seen so far, and the serial of the file being read (from 1; see [`IdIndex`]).
-    fn ids(&mut self) -> (&mut IdIndex, u32);
+    /// The ids seen so far, and the serial of the file being read (from 1; see [`IdIndex`]),
+    /// for a sink that deduplicates across files. By default each file is read with ids of
+    /// its own: `new` is then false only for a native id repeated within the file.
+    fn ids(&mut self) -> Option<(&mut IdIndex, u32)> {
+        None
+    }
     /// A row that could not be read, with its decoded cells.
     fn reject(&mut self, error: RowError, cells: Vec<String>) -> Result<()>;
     /// Called once per file, before its rows, with the file and its header names.
@@ -114,7 +118,7 @@ pub fn read_bill_among(
     candidates: &[&'static dyn Profile],
     sink: &mut dyn Sink,
 ) -> Result<FileReport> {
-    deliver_bill(path, profile, candidates, &mut Whole(sink))
+    deliver_bill(path, profile, candidates, &mut Whole(sink, IdIndex::in_memory()))
 }
 
 /// What the pipeline hands its charges to: a [`Sink`] of whole charges, or (the ledger) a
@@ -188,15 +192,19 @@ pub(crate) struct Facts {
     pub(crate) currency: Arc<str>,
 }
 
-/// A [`Sink`] of whole charges, as the pipeline sees it.
-struct Whole<'a>(&'a mut dyn Sink);
+/// A [`Sink`] of whole charges, as the pipeline sees it, with ids of its own for a sink that
+/// keeps none.
+struct Whole<'a>(&'a mut dyn Sink, IdIndex);
 
 impl Deliver for Whole<'_> {
     fn begin_file(&mut self, path: &Path, header: &[String]) -> Result<()> {
         self.0.begin_file(path, header)
     }
     fn ids(&mut self) -> (&mut IdIndex, u32) {
-        self.0.ids()
+        match self.0.ids() {
+            Some(ids) => ids,
+            None => (&mut self.1, 1),
+        }
     }
     fn reject(&mut self, error: RowError, cells: Vec<String>) -> Result<()> {
         self.0.reject(error, cells)
@@ -549,16 +557,10 @@ pub fn parse_bill(path: &Path, profile: Option<&'static dyn Profile>) -> Result<
     Ok(Bill { charges: sink.charges, report })
 }
 
+#[derive(Default)]
 pub(crate) struct Collect {
     pub(crate) charges: Vec<Charge>,
     pub(crate) errors: Vec<RowError>,
-    ids: IdIndex,
-}
-
-impl Default for Collect {
-    fn default() -> Self {
-        Collect { charges: Vec::new(), errors: Vec::new(), ids: IdIndex::in_memory() }
-    }
 }
 
 impl Sink for Collect {
@@ -566,9 +568,6 @@ impl Sink for Collect {
     fn charge(&mut self, charge: Charge, _new: bool) -> Result<()> {
         self.charges.push(charge);
         Ok(())
-    }
-    fn ids(&mut self) -> (&mut IdIndex, u32) {
-        (&mut self.ids, 1)
     }
     fn reject(&mut self, error: RowError, _cells: Vec<String>) -> Result<()> {
         if self.errors.len() < crate::error::MAX_LISTED_ROW_ERRORS {
