@@ -280,9 +280,22 @@ impl ChargeId {
     }
 }
 
+impl ChargeId {
+    /// Appends the id's 32 lower-case hex digits to `out` (what `Display` writes, without the
+    /// formatting machinery: the ledger writes one per charge).
+    pub fn push_hex(self, out: &mut String) {
+        const DIGITS: &[u8; 16] = b"0123456789abcdef";
+        for shift in (0..32).rev() {
+            out.push(char::from(DIGITS[((self.0 >> (shift * 4)) & 0xf) as usize]));
+        }
+    }
+}
+
 impl fmt::Display for ChargeId {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{:032x}", self.0)
+        let mut text = String::with_capacity(32);
+        self.push_hex(&mut text);
+        f.write_str(&text)
     }
 }
 
@@ -500,6 +513,16 @@ mod tests {
             june.start(chrono_tz::Asia::Shanghai),
             Utc.with_ymd_and_hms(2024, 5, 31, 16, 0, 0).unwrap()
         );
+    }
+
+    #[test]
+    fn hex_ids_are_what_display_writes() {
+        for id in [0u128, 1, 0xabc, u128::MAX, 0x0123_4567_89ab_cdef_fedc_ba98_7654_3210] {
+            let mut text = String::new();
+            ChargeId(id).push_hex(&mut text);
+            assert_eq!(text, format!("{id:032x}"));
+            assert_eq!(ChargeId(id).to_string(), text);
+        }
     }
 
     #[test]

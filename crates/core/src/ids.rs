@@ -93,6 +93,11 @@ fn find(entries: &[u8], id: u128) -> Option<usize> {
     None
 }
 
+/// Bytes of runs held in memory.
+fn loaded_bytes(runs: &[Run]) -> usize {
+    runs.iter().filter_map(|r| r.loaded.as_ref()).map(Vec::len).sum()
+}
+
 /// Reads `buffer.len()` bytes of `file` at `offset`.
 /// The owner recorded in entry `i` of `entries`.
 fn owner(entries: &[u8], i: usize) -> u32 {
@@ -120,10 +125,6 @@ pub struct IdIndex {
     bloom: Vec<u64>,
     runs: Vec<Run>,
     buffer: Vec<u8>,
-    /// Blocks read from run files (the filter's false positives and the true hits).
-    run_reads: u64,
-    /// Bytes of runs held in memory.
-    loaded_bytes: usize,
 }
 
 impl std::fmt::Debug for IdIndex {
@@ -155,14 +156,18 @@ impl IdIndex {
             bloom: Vec::new(),
             runs: Vec::new(),
             buffer: Vec::new(),
-            run_reads: 0,
-            loaded_bytes: 0,
         }
     }
 
     /// Ids held in memory, and run files written.
     pub fn sizes(&self) -> (usize, usize) {
         (self.map.len(), self.runs.len())
+    }
+
+    /// Blocks read from run files (the filter's false positives and the true hits).
+    #[cfg(test)]
+    fn run_reads(&self) -> u64 {
+        self.runs.iter().map(|r| r.reads as u64).sum()
     }
 
     /// Claims `id` for file `file` (a serial; 0 for what was committed before).
@@ -219,24 +224,25 @@ impl IdIndex {
         if !self.bloom_may_hold(id) {
             return Ok(None);
         }
-        let IdIndex { runs, buffer, run_reads, loaded_bytes, .. } = self;
-        for run in runs.iter_mut().rev() {
-            let block = run.fence.partition_point(|&f| f <= id);
+        let IdIndex { runs, buffer, .. } = self;
+        for i in (0..runs.len()).rev() {
+            let block = runs[i].fence.partition_point(|&f| f <= id);
             if block == 0 {
                 continue;
             }
             let start = (block - 1) * FENCE;
-            let count = FENCE.min(run.len - start);
-            let size = run.len * ENTRY;
-            if run.loaded.is_none()
-                && run.reads >= LOAD_AFTER_READS
-                && *loaded_bytes + size <= LOADED_BYTES
+            let count = FENCE.min(runs[i].len - start);
+            let size = runs[i].len * ENTRY;
+            if runs[i].loaded.is_none()
+                && runs[i].reads >= LOAD_AFTER_READS
+                && loaded_bytes(runs) + size <= LOADED_BYTES
             {
+                let run = &mut runs[i];
                 let mut bytes = vec![0; size];
                 read_at(&mut run.file, &mut bytes, 0).map_err(|e| Error::io(&run.path, e))?;
-                *loaded_bytes += size;
                 run.loaded = Some(bytes);
             }
+            let run = &mut runs[i];
             match &mut run.loaded {
                 Some(bytes) => {
                     let block = &mut bytes[start * ENTRY..(start + count) * ENTRY];
@@ -247,7 +253,6 @@ impl IdIndex {
                     }
                 }
                 None => {
-                    *run_reads += 1;
                     run.reads += 1;
                     buffer.resize(count * ENTRY, 0);
                     read_at(&mut run.file, buffer, (start * ENTRY) as u64)
@@ -329,7 +334,7 @@ mod tests {
             assert_eq!(index.claim(id(n), 1).unwrap(), Claim::New, "id {n}");
         }
         assert_eq!(index.sizes().1, 2, "two runs spilled");
-        assert_eq!(index.run_reads, 0, "new ids never read a run: the filter says no");
+        assert_eq!(index.run_reads(), 0, "new ids never read a run: the filter says no");
         assert!(index.sizes().0 <= IN_MEMORY);
         // Spilled (first run), spilled (second run) and in-memory ids, same file: given.
         for n in [0, IN_MEMORY as u64 + 5, total - 1] {
@@ -337,13 +342,13 @@ mod tests {
         }
         // A file imported again: its ids are known. The runs are read a block per id until
         // they have been read often enough, then held in memory.
-        let reads = index.run_reads;
+        let reads = index.run_reads();
         for n in 10..(10 + 3 * LOAD_AFTER_READS as u64) {
             assert_eq!(index.claim(id(n), 3).unwrap(), Claim::Known, "id {n}");
         }
         assert!(index.runs.iter().all(|r| r.loaded.is_some()), "the runs are in memory");
         let most = 2 * LOAD_AFTER_READS as u64;
-        assert!(index.run_reads - reads <= most, "{} reads", index.run_reads - reads);
+        assert!(index.run_reads() - reads <= most, "{} reads", index.run_reads() - reads);
         for n in 10..(10 + 3 * LOAD_AFTER_READS as u64) {
             assert_eq!(index.claim(id(n), 3).unwrap(), Claim::Given, "id {n}, again");
         }

@@ -264,12 +264,9 @@ pub(crate) fn deliver_bill(
                 };
                 for seq in 0.. {
                     let Ok(mut slot) = pool_rx.recv() else { return Ok(()) };
-                    if !source.fill(&mut slot.records)? {
-                        report(source);
-                        return Ok(());
-                    }
+                    let more = source.fill(&mut slot.records)?;
                     report(source);
-                    if work_tx.send((seq, slot)).is_err() {
+                    if !more || work_tx.send((seq, slot)).is_err() {
                         return Ok(());
                     }
                 }
@@ -348,10 +345,12 @@ enum FromWorker {
     Finish(usize, Slot),
 }
 
-/// The part of a charge's id that does not depend on the rows before it.
+/// The part of a charge's id that does not depend on the rows before it, made on the
+/// parsing threads: the native id, or the content key with the id of its first occurrence
+/// (nearly every row's id, so the calling thread seldom hashes).
 enum IdSeed {
     Native(ChargeId),
-    Content(u128),
+    Content(u128, ChargeId),
 }
 
 fn seed(parsed: &Parsed) -> IdSeed {
@@ -360,7 +359,10 @@ fn seed(parsed: &Parsed) -> IdSeed {
         Some(native) => {
             IdSeed::Native(ChargeId::from_native(&c.platform, c.account.as_deref(), native))
         }
-        None => IdSeed::Content(ChargeId::content_key(c)),
+        None => {
+            let key = ChargeId::content_key(c);
+            IdSeed::Content(key, ChargeId::from_content(key, 0))
+        }
     }
 }
 
@@ -465,9 +467,13 @@ impl Tally {
             // The occurrence number of a row among identical rows of the file: the first
             // occurrence this file has not given yet. Identical rows are rare, so this keeps
             // one id per row instead of a counter per distinct content.
-            IdSeed::Content(key) => (0..)
+            IdSeed::Content(key, first) => (0..)
                 .find_map(|occurrence| {
-                    let id = ChargeId::from_content(key, occurrence);
+                    let id = if occurrence == 0 {
+                        first
+                    } else {
+                        ChargeId::from_content(key, occurrence)
+                    };
                     match index.claim(id.0, file) {
                         Ok(Claim::Given) => None,
                         Ok(claim) => Some(Ok((id, claim == Claim::New))),

@@ -58,19 +58,9 @@ fn decimal_from_mantissa(mut v: i128, scale: u32) -> Result<Decimal, String> {
     Decimal::try_from_i128_with_scale(v, scale).map_err(|e| format!("decimal out of range: {e}"))
 }
 
-/// Appends the 32 lower-case hex digits of `id` (what `ChargeId`'s `Display` writes, without
-/// the formatting machinery: it showed in profiles of big imports).
-fn push_hex(out: &mut String, id: u128) {
-    const DIGITS: &[u8; 16] = b"0123456789abcdef";
-    for shift in (0..32).rev() {
-        out.push(char::from(DIGITS[((id >> (shift * 4)) & 0xf) as usize]));
-    }
-}
-
 /// The columns of a part file but the ids, built a charge at a time on the parsing threads
 /// (the ids are given later, in file order: see [`with_ids`]).
 pub(crate) struct FrameBuilder {
-    rows: usize,
     texts: Vec<StringChunkedBuilder>,
     times: [Vec<i64>; 2],
     gpu_count: Vec<Option<i32>>,
@@ -99,7 +89,6 @@ impl FrameBuilder {
     /// Empty columns with room for `capacity` charges.
     pub(crate) fn new(capacity: usize) -> Self {
         FrameBuilder {
-            rows: 0,
             texts: COLUMNS
                 .iter()
                 .filter(|n| **n != "id" && !NOT_TEXT.contains(n))
@@ -115,7 +104,6 @@ impl FrameBuilder {
 
     /// Takes one charge into the columns.
     pub(crate) fn push(&mut self, c: &Charge) {
-        self.rows += 1;
         // Nearly every row of a part file has the same month: format it once.
         let period = match &self.period {
             Some((month, text)) if *month == c.billing_period => text,
@@ -153,7 +141,7 @@ impl FrameBuilder {
 
     /// The DataFrame, columns in [`COLUMNS`] order but for `id`.
     pub(crate) fn finish(self) -> PolarsResult<DataFrame> {
-        let rows = self.rows;
+        let rows = self.source_line.len();
         let mut texts = self.texts.into_iter();
         let mut decimals = self.decimals.into_iter();
         let mut times = self.times.into_iter();
@@ -199,7 +187,7 @@ pub(crate) fn with_ids(mut frame: DataFrame, ids: &[u128]) -> PolarsResult<DataF
     let mut text = String::with_capacity(32);
     for &id in ids {
         text.clear();
-        push_hex(&mut text, id);
+        ChargeId(id).push_hex(&mut text);
         column.append_value(&text);
     }
     frame.insert_column(0, column.finish().into_series().into())?;
@@ -315,16 +303,4 @@ pub fn from_frame(df: &DataFrame) -> Result<Vec<Charge>, String> {
             })
         })
         .collect()
-}
-
-#[cfg(test)]
-mod tests {
-    #[test]
-    fn hex_ids_are_what_display_writes() {
-        for id in [0u128, 1, 0xabc, u128::MAX, 0x0123_4567_89ab_cdef_fedc_ba98_7654_3210] {
-            let mut text = String::new();
-            super::push_hex(&mut text, id);
-            assert_eq!(text, crate::ChargeId(id).to_string());
-        }
-    }
 }

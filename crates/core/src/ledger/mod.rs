@@ -291,7 +291,6 @@ impl Store {
             batch,
             buffers: BTreeMap::new(),
             pending: Vec::new(),
-            buffered: 0,
             parts: Vec::new(),
             rejects: Vec::new(),
             sources: Vec::new(),
@@ -440,7 +439,6 @@ pub struct Writer {
     buffers: BTreeMap<(YearMonth, String), Vec<DataFrame>>,
     /// What is known of the charges whose columns have not come yet.
     pending: Vec<Pending>,
-    buffered: usize,
     parts: Vec<PartFile>,
     rejects: Vec<String>,
     sources: Vec<SourceFile>,
@@ -515,7 +513,6 @@ impl Writer {
             batch: "dry-run".into(),
             buffers: BTreeMap::new(),
             pending: Vec::new(),
-            buffered: 0,
             parts: Vec::new(),
             rejects: Vec::new(),
             sources: Vec::new(),
@@ -579,7 +576,6 @@ impl Writer {
             } else {
                 frame.filter(&mask).map_err(frame_error)?
             };
-            self.buffered += part.height();
             let found = self.buffers.iter_mut().find(|((m, p), _)| *m == month && p == platform);
             match found {
                 Some((_, frames)) => frames.push(part),
@@ -588,7 +584,8 @@ impl Writer {
                 }
             }
         }
-        if self.buffered >= FLUSH_ROWS {
+        let buffered: usize = self.buffers.values().flatten().map(DataFrame::height).sum();
+        if buffered >= FLUSH_ROWS {
             self.flush()?;
         }
         Ok(())
@@ -623,7 +620,6 @@ impl Writer {
                 return self.finish_parquet();
             }
         }
-        self.buffered = 0;
         Ok(())
     }
 
