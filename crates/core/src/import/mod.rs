@@ -183,13 +183,23 @@ pub(crate) trait Encoder: Send {
 /// What the calling thread needs of a charge: totals, months and where it is stored.
 // The ledger reads the platform and category; without it nothing does.
 #[cfg_attr(not(feature = "store"), allow(dead_code))]
-pub(crate) struct Facts {
+pub(crate) struct Facts<'a> {
     pub(crate) platform: &'static str,
     pub(crate) billing_period: YearMonth,
     pub(crate) category: Category,
     pub(crate) spend: bool,
     pub(crate) billed_cost: Decimal,
-    pub(crate) currency: Arc<str>,
+    pub(crate) currency: &'a str,
+}
+
+/// [`Facts`] as a parsing thread records them: the currency is an index into its batch's
+/// [`Slot::currencies`] (a shared `Arc` would cost two atomic operations a row, on two cores).
+struct RowFacts {
+    billing_period: YearMonth,
+    category: Category,
+    spend: bool,
+    billed_cost: Decimal,
+    currency: u32,
 }
 
 /// A [`Sink`] of whole charges, as the pipeline sees it, with ids of its own for a sink that
@@ -247,8 +257,7 @@ pub(crate) fn deliver_bill(
     let contexts: Vec<_> = (0..workers).map(|_| source.ctx().fork(state)).collect();
     let (pool_tx, pool_rx) = channel::bounded(BATCHES_IN_FLIGHT);
     for _ in 0..BATCHES_IN_FLIGHT {
-        let slot =
-            Slot { records: RecordBatch::new(BATCH_ROWS), outcomes: Vec::new(), encoded: None };
+        let slot = Slot::new(BATCH_ROWS);
         let _ = pool_tx.send(slot);
     }
     let (work_tx, work_rx) = channel::bounded::<(u64, Slot)>(workers);
@@ -283,15 +292,14 @@ pub(crate) fn deliver_bill(
                         return;
                     }
                 }
-                let mut kept =
-                    Slot { records: RecordBatch::new(0), outcomes: Vec::new(), encoded: None };
+                let mut kept = Slot::new(0);
                 let rows = parser.finish().into_iter().map(Ok);
-                deliver_rows(rows, profile, encoding, &mut kept);
+                deliver_rows(rows, encoding, &mut kept);
                 let _ = done_tx.send(FromWorker::Finish(worker, kept));
             });
         }
         drop((work_rx, done_tx));
-        let tally = consume(done_rx, pool_tx, sink);
+        let tally = consume(done_rx, pool_tx, profile.name(), sink);
         let read = reader.join().unwrap_or_else(|panic| std::panic::resume_unwind(panic));
         read.and(tally)
     })?;
@@ -321,7 +329,7 @@ const MAX_WORKERS: usize = 4;
 enum Outcome {
     /// A charge, with what its id is made from, its facts, and itself unless it was encoded
     /// (boxed: the ledger's path, which encodes, then moves a hundred bytes a row, not 600).
-    Charge(IdSeed, Facts, Option<Box<Parsed>>),
+    Charge(IdSeed, RowFacts, Option<Box<Parsed>>),
     /// A row that could not be read, with its cells.
     Reject(RowError, Vec<String>),
     /// A row the parser kept back, or that carries no charge.
@@ -334,8 +342,21 @@ enum Outcome {
 struct Slot {
     records: RecordBatch,
     outcomes: Vec<Outcome>,
+    /// The currencies of the batch's charges, in order of appearance.
+    currencies: Vec<String>,
     /// The batch's charges in the sink's form, when the sink has an [`Encoder`].
     encoded: Option<Result<Encoded>>,
+}
+
+impl Slot {
+    fn new(records: usize) -> Self {
+        Slot {
+            records: RecordBatch::new(records),
+            outcomes: Vec::new(),
+            currencies: Vec::new(),
+            encoded: None,
+        }
+    }
 }
 
 enum FromWorker {
@@ -379,7 +400,7 @@ fn parse_batch(
     let columns = profile.columns();
     let rows = batch.records[..batch.len].iter().map(|record| {
         let line = record.position().map_or(0, |p| p.line());
-        let row = Row { ctx, record, header, columns, line };
+        let row = Row { ctx, record, header, columns, line, whole: ctx.whole(record) };
         match row.checked() {
             Next::Bad(error, cells) => Err(Some((error, cells))),
             Next::Row(row) => match parser.parse(&row) {
@@ -389,7 +410,7 @@ fn parse_batch(
             },
         }
     });
-    deliver_rows(rows, profile, encoding, slot);
+    deliver_rows(rows, encoding, slot);
     slot.records = batch;
 }
 
@@ -397,27 +418,29 @@ fn parse_batch(
 /// nothing), encoding the charges when the sink has an encoding.
 fn deliver_rows(
     rows: impl Iterator<Item = std::result::Result<Parsed, Option<(RowError, Vec<String>)>>>,
-    profile: &'static dyn Profile,
     encoding: Option<NewEncoder>,
     slot: &mut Slot,
 ) {
     let mut encoder = encoding.map(|new| new(BATCH_ROWS));
-    let mut currency: Option<Arc<str>> = None;
+    let currencies = &mut slot.currencies;
+    currencies.clear();
     slot.outcomes.clear();
     slot.outcomes.extend(rows.map(|row| match row {
         Ok(parsed) => {
             let c = &parsed.charge;
-            let currency = match &currency {
-                Some(cur) if **cur == *c.currency => cur.clone(),
-                _ => currency.insert(Arc::from(c.currency.as_str())).clone(),
+            let currency = match currencies.iter().rposition(|cur| *cur == c.currency) {
+                Some(i) => i,
+                None => {
+                    currencies.push(c.currency.clone());
+                    currencies.len() - 1
+                }
             };
-            let facts = Facts {
-                platform: profile.name(),
+            let facts = RowFacts {
                 billing_period: c.billing_period,
                 category: c.category,
                 spend: c.is_spend(),
                 billed_cost: c.billed_cost,
-                currency,
+                currency: currency as u32,
             };
             let seed = seed(&parsed);
             match &mut encoder {
@@ -437,6 +460,8 @@ fn deliver_rows(
 /// What the calling thread counted while handing charges to the sink.
 #[derive(Default)]
 struct Tally {
+    /// The profile's name, the platform of every charge.
+    platform: &'static str,
     charges: u64,
     rejected: u64,
     totals: BTreeMap<String, Decimal>,
@@ -452,15 +477,6 @@ impl Tally {
         sink: &mut dyn Deliver,
     ) -> Result<()> {
         self.charges += 1;
-        if facts.spend {
-            match self.totals.get_mut(&*facts.currency) {
-                Some(total) => *total += facts.billed_cost,
-                None => {
-                    self.totals.insert(facts.currency.to_string(), facts.billed_cost);
-                }
-            }
-        }
-        self.months.insert(facts.billing_period);
         let (index, file) = sink.ids();
         let (id, new) = match seed {
             IdSeed::Native(id) => (id, index.claim(id.0, file)? == Claim::New),
@@ -487,14 +503,44 @@ impl Tally {
 
     /// Hands a slot's outcomes to `sink`, then its encoded batch.
     fn slot(&mut self, slot: &mut Slot, sink: &mut dyn Deliver) -> Result<()> {
+        // Spend per currency of the batch, and the last month seen: added up once a batch.
+        let mut spend: Vec<Option<Decimal>> = vec![None; slot.currencies.len()];
+        let mut month = None;
         for outcome in slot.outcomes.drain(..) {
             match outcome {
-                Outcome::Charge(seed, facts, parsed) => self.charge(seed, facts, parsed, sink)?,
+                Outcome::Charge(seed, row, parsed) => {
+                    let currency = row.currency as usize;
+                    if row.spend {
+                        *spend[currency].get_or_insert(Decimal::ZERO) += row.billed_cost;
+                    }
+                    if month != Some(row.billing_period) {
+                        month = Some(row.billing_period);
+                        self.months.insert(row.billing_period);
+                    }
+                    let facts = Facts {
+                        platform: self.platform,
+                        billing_period: row.billing_period,
+                        category: row.category,
+                        spend: row.spend,
+                        billed_cost: row.billed_cost,
+                        currency: &slot.currencies[currency],
+                    };
+                    self.charge(seed, facts, parsed, sink)?
+                }
                 Outcome::Reject(error, cells) => {
                     self.rejected += 1;
                     sink.reject(error, cells)?;
                 }
                 Outcome::Nothing => {}
+            }
+        }
+        for (currency, amount) in slot.currencies.iter().zip(spend) {
+            let Some(amount) = amount else { continue };
+            match self.totals.get_mut(currency.as_str()) {
+                Some(total) => *total += amount,
+                None => {
+                    self.totals.insert(currency.clone(), amount);
+                }
             }
         }
         match slot.encoded.take() {
@@ -509,9 +555,10 @@ impl Tally {
 fn consume(
     done: channel::Receiver<FromWorker>,
     pool: channel::Sender<Slot>,
+    platform: &'static str,
     sink: &mut dyn Deliver,
 ) -> Result<Tally> {
-    let mut tally = Tally::default();
+    let mut tally = Tally { platform, ..Tally::default() };
     let mut next = 0u64;
     let mut waiting: BTreeMap<u64, Slot> = BTreeMap::new();
     let mut kept = Vec::new();

@@ -169,6 +169,16 @@ impl FileCtx {
         self.seen_multibyte.set(state.1);
     }
 
+    /// The whole record as text when every cell can be read from it without decoding each
+    /// one: the record is ASCII, or the file is UTF-8 with a multibyte cell already seen (then
+    /// nothing it holds can change the encoding). One validation pass per record instead of
+    /// one per cell; [`Row::text`] still decodes a cell whose bounds fall inside a character.
+    pub(crate) fn whole<'r>(&self, record: &'r ByteRecord) -> Option<&'r str> {
+        let bytes = record.as_slice();
+        let settled_utf8 = self.encoding.get() == Encoding::Utf8 && self.seen_multibyte.get();
+        if settled_utf8 || bytes.is_ascii() { std::str::from_utf8(bytes).ok() } else { None }
+    }
+
     /// Whether the encoding can still change: the file has been ASCII so far.
     fn undecided(&self) -> bool {
         self.encoding.get() == Encoding::Utf8 && !self.seen_multibyte.get()
@@ -230,6 +240,8 @@ pub struct Row<'a> {
     pub(crate) header: &'a Header,
     pub(crate) columns: &'static [Column],
     pub(crate) line: u64,
+    /// The record as text, when [`FileCtx::whole`] could read it so.
+    pub(crate) whole: Option<&'a str>,
 }
 
 impl<'a> Row<'a> {
@@ -267,6 +279,9 @@ impl<'a> Row<'a> {
     /// The trimmed text of column `col`; `None` when the column is absent or the cell empty.
     pub(crate) fn text(&self, col: usize) -> Result<Option<Cow<'a, str>>, RowError> {
         let Some(i) = self.header.map[col] else { return Ok(None) };
+        if let Some(cell) = self.whole.and_then(|w| w.get(self.record.range(i)?)) {
+            return Ok(Some(cell.trim()).filter(|s| !s.is_empty()).map(Cow::Borrowed));
+        }
         let Some(bytes) = self.record.get(i) else { return Ok(None) };
         let offset = self.record.position().map_or(0, |p| p.byte());
         // The column is named only when there is an error (naming it costs a lookup a cell).
@@ -567,6 +582,7 @@ impl BillSource {
             header: &self.header,
             columns: self.profile.columns(),
             line,
+            whole: None,
         }
     }
 

@@ -474,11 +474,14 @@ impl ParquetThread {
 fn write_part(path: &Path, frame: &mut DataFrame) -> Result<()> {
     let parquet_error = |source| Error::from(ErrorKind::Parquet { path: path.to_owned(), source });
     frame.rechunk_mut();
-    let mut file = io(path, File::create(path))?;
+    // Buffered: the writer makes a system call per Thrift field of every page header
+    // otherwise (tens of thousands of one-byte writes per part file).
+    let mut file = std::io::BufWriter::with_capacity(1 << 20, io(path, File::create(path))?);
     ParquetWriter::new(&mut file)
         .with_compression(ParquetCompression::Zstd(None))
         .finish(frame)
         .map_err(parquet_error)?;
+    let file = file.into_inner().map_err(|e| Error::io(path, e.into_error()))?;
     io(path, file.sync_all())
 }
 
@@ -526,7 +529,7 @@ impl Writer {
         if new && facts.spend {
             // Keys are looked up borrowed: no allocation per row once a group exists.
             let found = self.totals.iter_mut().find(|((p, c, cur), _)| {
-                p == facts.platform && *c == facts.category && **cur == *facts.currency
+                p == facts.platform && *c == facts.category && cur == facts.currency
             });
             let total = match found {
                 Some((_, total)) => total,
