@@ -14,6 +14,23 @@ use clap::{Parser, Subcommand};
 #[global_allocator]
 static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
+/// Tells mimalloc to keep the memory the program frees instead of handing it back to the
+/// system after 10 ms (its default). An import frees and allocates megabyte buffers (Parquet
+/// pages, column chunks) all the time; each one handed back came again as fresh pages the
+/// kernel had to zero: 28,000 page faults and about 7% of the CPU time of a 1 GB import
+/// (`perf stat -e page-faults`). Peak memory rises by about 40 MB; the program is short-lived.
+fn keep_freed_memory() {
+    /// `mi_option_purge_delay` in mimalloc 3's `mi_option_e` (libmimalloc-sys 0.1.49 names
+    /// the options of mimalloc 2 only); -1 means never purge.
+    const PURGE_DELAY: libmimalloc_sys::mi_option_t = 15;
+    #[allow(unsafe_code)]
+    // SAFETY: mi_option_set only stores an integer option; any option index and value are
+    // accepted (an unknown index is ignored with a warning).
+    unsafe {
+        libmimalloc_sys::mi_option_set(PURGE_DELAY, -1)
+    }
+}
+
 /// Import GPU and cloud bills into one exact ledger, and see where the money went.
 #[derive(Parser)]
 #[command(name = "gpuaudit", version, about, max_term_width = 100)]
@@ -47,6 +64,7 @@ enum Command {
 }
 
 fn main() -> ExitCode {
+    keep_freed_memory();
     let cli = Cli::parse();
     let store = gpuaudit_core::ledger::Store::open(cli.ledger);
     let config = match &cli.config {

@@ -21,6 +21,7 @@
 //! # Ok::<(), gpuaudit_core::Error>(())
 //! ```
 #![deny(missing_docs)]
+#![forbid(unsafe_code)]
 
 mod charge;
 pub mod config;
