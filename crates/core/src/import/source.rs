@@ -220,6 +220,15 @@ impl FileCtx {
     }
 }
 
+/// `cell.trim()`, skipping the Unicode scan when the cell starts and ends with a visible
+/// ASCII character (nearly every cell).
+fn trim(cell: &str) -> &str {
+    match (cell.as_bytes().first(), cell.as_bytes().last()) {
+        (Some(first), Some(last)) if first.is_ascii_graphic() && last.is_ascii_graphic() => cell,
+        _ => cell.trim(),
+    }
+}
+
 /// A bill file opened for reading: encoding known, header found, profile chosen.
 pub struct BillSource {
     ctx: FileCtx,
@@ -280,7 +289,7 @@ impl<'a> Row<'a> {
     pub(crate) fn text(&self, col: usize) -> Result<Option<Cow<'a, str>>, RowError> {
         let Some(i) = self.header.map[col] else { return Ok(None) };
         if let Some(cell) = self.whole.and_then(|w| w.get(self.record.range(i)?)) {
-            return Ok(Some(cell.trim()).filter(|s| !s.is_empty()).map(Cow::Borrowed));
+            return Ok(Some(trim(cell)).filter(|s| !s.is_empty()).map(Cow::Borrowed));
         }
         let Some(bytes) = self.record.get(i) else { return Ok(None) };
         let offset = self.record.position().map_or(0, |p| p.byte());
