@@ -460,6 +460,36 @@ impl Charge {
         self.kind != Kind::Payment
     }
 
+    /// A charge with every field empty or zero (a parser fills it in place).
+    pub(crate) fn blank() -> Self {
+        let epoch = DateTime::<Utc>::UNIX_EPOCH;
+        Charge {
+            id: ChargeId(0),
+            platform: String::new(),
+            account: None,
+            billing_period: YearMonth { year: 1970, month: 1 },
+            charge_start: epoch,
+            charge_end: epoch,
+            resource_id: None,
+            resource_name: None,
+            instance_id: None,
+            region: None,
+            category: Category::Other,
+            kind: Kind::Usage,
+            pricing: Pricing::Unknown,
+            gpu_model: None,
+            gpu_count: None,
+            quantity: None,
+            unit: None,
+            unit_price: None,
+            list_cost: None,
+            billed_cost: Decimal::ZERO,
+            currency: String::new(),
+            balance_after: None,
+            origin: Origin { file: String::new(), line: 0, item: String::new() },
+        }
+    }
+
     /// Hashes every field that describes the charge (not its id nor where it was read).
     fn hash_content(&self, h: &mut IdHasher) {
         h.bytes(&[self.billing_period.month as u8]);

@@ -286,15 +286,16 @@ pub(crate) fn deliver_bill(
             let (work_rx, done_tx, header) = (work_rx.clone(), done_tx.clone(), &header);
             scope.spawn(move || {
                 let mut parser = profile.parser();
+                let mut scratch = None;
                 for (seq, mut slot) in work_rx {
-                    parse_batch(&mut *parser, &ctx, header, profile, encoding, &mut slot);
+                    let parser = &mut *parser;
+                    parse_batch(parser, &mut scratch, &ctx, header, profile, encoding, &mut slot);
                     if done_tx.send(FromWorker::Batch(seq, slot)).is_err() {
                         return;
                     }
                 }
                 let mut kept = Slot::new(0);
-                let rows = parser.finish().into_iter().map(Ok);
-                deliver_rows(rows, encoding, &mut kept);
+                deliver_rows(parser.finish(), encoding, &mut kept);
                 let _ = done_tx.send(FromWorker::Finish(worker, kept));
             });
         }
@@ -389,6 +390,7 @@ fn seed(parsed: &Parsed) -> IdSeed {
 
 fn parse_batch(
     parser: &mut dyn RowParser,
+    scratch: &mut Option<Parsed>,
     ctx: &FileCtx,
     header: &Header,
     profile: &'static dyn Profile,
@@ -398,63 +400,82 @@ fn parse_batch(
     let batch = std::mem::replace(&mut slot.records, RecordBatch::new(0));
     ctx.set_state(batch.state);
     let columns = profile.columns();
-    let rows = batch.records[..batch.len].iter().map(|record| {
+    let mut out = Outcomes::start(encoding, slot);
+    for record in &batch.records[..batch.len] {
         let line = record.position().map_or(0, |p| p.line());
         let row = Row { ctx, record, header, columns, line, whole: ctx.whole(record) };
-        match row.checked() {
-            Next::Bad(error, cells) => Err(Some((error, cells))),
-            Next::Row(row) => match parser.parse(&row) {
-                Ok(Some(parsed)) => Ok(parsed),
-                Ok(None) => Err(None),
-                Err(error) => Err(Some((error, row.cells()))),
+        let outcome = match row.checked() {
+            Next::Bad(error, cells) => Outcome::Reject(error, cells),
+            Next::Row(row) => match parser.parse_into(&row, scratch) {
+                Ok(true) => match scratch {
+                    Some(parsed) => out.charge(parsed, || parsed.clone()),
+                    None => Outcome::Nothing,
+                },
+                Ok(false) => Outcome::Nothing,
+                Err(error) => Outcome::Reject(error, row.cells()),
             },
-        }
-    });
-    deliver_rows(rows, encoding, slot);
+        };
+        out.slot.outcomes.push(outcome);
+    }
+    out.finish();
     slot.records = batch;
 }
 
-/// Fills `slot` with the outcomes of `rows` (a charge, a rejected row with its cells, or
-/// nothing), encoding the charges when the sink has an encoding.
-fn deliver_rows(
-    rows: impl Iterator<Item = std::result::Result<Parsed, Option<(RowError, Vec<String>)>>>,
-    encoding: Option<NewEncoder>,
-    slot: &mut Slot,
-) {
-    let mut encoder = encoding.map(|new| new(BATCH_ROWS));
-    let currencies = &mut slot.currencies;
-    currencies.clear();
-    slot.outcomes.clear();
-    slot.outcomes.extend(rows.map(|row| match row {
-        Ok(parsed) => {
-            let c = &parsed.charge;
-            let currency = match currencies.iter().rposition(|cur| *cur == c.currency) {
-                Some(i) => i,
-                None => {
-                    currencies.push(c.currency.clone());
-                    currencies.len() - 1
-                }
-            };
-            let facts = RowFacts {
-                billing_period: c.billing_period,
-                category: c.category,
-                spend: c.is_spend(),
-                billed_cost: c.billed_cost,
-                currency: currency as u32,
-            };
-            let seed = seed(&parsed);
-            match &mut encoder {
-                Some(encoder) => {
-                    encoder.push(&parsed.charge);
-                    Outcome::Charge(seed, facts, None)
-                }
-                None => Outcome::Charge(seed, facts, Some(Box::new(parsed))),
+/// Fills `slot` with the outcomes of `rows`, charges the parser kept back until the end.
+fn deliver_rows(rows: Vec<Parsed>, encoding: Option<NewEncoder>, slot: &mut Slot) {
+    let mut out = Outcomes::start(encoding, slot);
+    for parsed in rows {
+        let outcome = out.charge(&parsed, || parsed.clone());
+        out.slot.outcomes.push(outcome);
+    }
+    out.finish();
+}
+
+/// A slot being filled with outcomes on a parsing thread, and the encoder of its charges.
+struct Outcomes<'s> {
+    slot: &'s mut Slot,
+    encoder: Option<Box<dyn Encoder>>,
+}
+
+impl<'s> Outcomes<'s> {
+    fn start(encoding: Option<NewEncoder>, slot: &'s mut Slot) -> Self {
+        slot.currencies.clear();
+        slot.outcomes.clear();
+        Outcomes { slot, encoder: encoding.map(|new| new(BATCH_ROWS)) }
+    }
+
+    /// The outcome of a charge: encoded here when the sink has an encoding, else handed on
+    /// whole (`owned` makes the copy: the parser keeps `parsed` to fill it again).
+    fn charge(&mut self, parsed: &Parsed, owned: impl FnOnce() -> Parsed) -> Outcome {
+        let c = &parsed.charge;
+        let currencies = &mut self.slot.currencies;
+        let currency = match currencies.iter().rposition(|cur| *cur == c.currency) {
+            Some(i) => i,
+            None => {
+                currencies.push(c.currency.clone());
+                currencies.len() - 1
             }
+        };
+        let facts = RowFacts {
+            billing_period: c.billing_period,
+            category: c.category,
+            spend: c.is_spend(),
+            billed_cost: c.billed_cost,
+            currency: currency as u32,
+        };
+        let seed = seed(parsed);
+        match &mut self.encoder {
+            Some(encoder) => {
+                encoder.push(c);
+                Outcome::Charge(seed, facts, None)
+            }
+            None => Outcome::Charge(seed, facts, Some(Box::new(owned()))),
         }
-        Err(Some((error, cells))) => Outcome::Reject(error, cells),
-        Err(None) => Outcome::Nothing,
-    }));
-    slot.encoded = encoder.map(|e| e.finish());
+    }
+
+    fn finish(self) {
+        self.slot.encoded = self.encoder.map(|e| e.finish());
+    }
 }
 
 /// What the calling thread counted while handing charges to the sink.

@@ -31,11 +31,30 @@ pub struct Parsed {
     pub native_id: Option<String>,
 }
 
+impl Parsed {
+    /// A charge with every field empty, for a parser to fill in place.
+    pub(crate) fn blank() -> Self {
+        Parsed { charge: Charge::blank(), native_id: None }
+    }
+}
+
 /// Turns the rows of one file into charges. One parser reads one file.
 pub trait RowParser {
     /// Reads one row. `Ok(None)` means the row is kept for [`RowParser::finish`] (profiles
     /// that need the whole file, such as AutoDL's coverage rule) or carries no charge.
     fn parse(&mut self, row: &Row<'_>) -> Result<Option<Parsed>, RowError>;
+
+    /// [`RowParser::parse`] into `out`, which a parser may fill in place, reusing its
+    /// strings (the reader calls this, with the same `out` for every row of a thread).
+    /// True when `out` holds the row's charge; false as when `parse` gives `Ok(None)`.
+    fn parse_into(&mut self, row: &Row<'_>, out: &mut Option<Parsed>) -> Result<bool, RowError> {
+        let parsed = self.parse(row)?;
+        let found = parsed.is_some();
+        if found {
+            *out = parsed;
+        }
+        Ok(found)
+    }
 
     /// Hands out what the parser kept back, once the file has been read.
     fn finish(&mut self) -> Vec<Parsed> {

@@ -33,7 +33,7 @@ use chrono::{DateTime, Duration, Utc};
 use chrono_tz::Tz;
 use serde::{Deserialize, Serialize};
 
-use crate::charge::{Category, Charge, ChargeId, Kind, Origin, Pricing, YearMonth, local_midnight};
+use crate::charge::{Category, Kind, Pricing, YearMonth, local_midnight};
 use crate::error::{ErrorKind, Result, RowError};
 use crate::import::profile::{Column, Parsed, Profile, RowParser};
 use crate::import::source::Row;
@@ -559,6 +559,7 @@ impl Profile for SpecProfile {
             last_time: vec![None; self.columns.len()],
             classes: HashMap::new(),
             class_key: String::new(),
+            locations: self.instance.iter().map(|(_, _, re)| re.capture_locations()).collect(),
         })
     }
     fn rows_independent(&self) -> bool {
@@ -673,6 +674,23 @@ impl Facts<'_> {
     }
 }
 
+/// Sets `slot` to `value`, reusing its allocation.
+fn set(slot: &mut String, value: &str) {
+    if slot != value {
+        slot.clear();
+        slot.push_str(value);
+    }
+}
+
+/// Sets `slot` to `value`, reusing its allocation when it holds a string.
+fn set_opt(slot: &mut Option<String>, value: Option<&str>) {
+    match (slot.as_mut(), value) {
+        (Some(s), Some(v)) => set(s, v),
+        (None, Some(v)) => *slot = Some(v.to_owned()),
+        (_, None) => *slot = None,
+    }
+}
+
 /// Whether `hay` contains `needle` (given in lower case), ASCII case ignored.
 fn contains_ignore_ascii_case(hay: &str, needle: &str) -> bool {
     let (h, n) = (hay.as_bytes(), needle.as_bytes());
@@ -690,6 +708,8 @@ struct SpecParser<'p> {
     /// Kind, category and pricing per distinct classifier input (see `class_columns`).
     classes: HashMap<String, (Kind, Category, Pricing)>,
     class_key: String,
+    /// Where each instance regex matched, reused from row to row.
+    locations: Vec<regex::CaptureLocations>,
 }
 
 /// Distinct classifier inputs a parser remembers before it starts afresh.
@@ -749,6 +769,11 @@ impl SpecParser<'_> {
 
 impl RowParser for SpecParser<'_> {
     fn parse(&mut self, row: &Row<'_>) -> Result<Option<Parsed>, RowError> {
+        let mut out = None;
+        Ok(if self.parse_into(row, &mut out)? { out } else { None })
+    }
+
+    fn parse_into(&mut self, row: &Row<'_>, out: &mut Option<Parsed>) -> Result<bool, RowError> {
         let p = self.profile;
         let f = &p.fields;
         let mut texts = (0..p.columns.len()).map(|i| row.text(i)).collect::<Result<Vec<_>, _>>()?;
@@ -785,26 +810,28 @@ impl RowParser for SpecParser<'_> {
         }
         let mut facts = Facts { texts, direction, kind: None, category: None };
         let (kind, category, pricing) = self.classify(&mut facts);
-        let owned = |i: Option<usize>| i.and_then(|i| facts.texts[i].as_deref().map(str::to_owned));
         if p.spec.sign.negative_kinds.contains(&kind) {
             billed = -billed.abs();
             list = list.map(|l| -l.abs());
         }
-        let instance = p.instance.iter().find_map(|(cats, c, re)| {
-            if !cats.is_empty() && !cats.contains(&category) {
-                return None;
-            }
-            let text = facts.texts[*c].as_deref()?;
-            re.captures(text).and_then(|m| m.get(1)).map(|m| m.as_str().to_owned())
-        });
+        let locations = &mut self.locations;
+        let instance =
+            p.instance.iter().zip(locations.iter_mut()).find_map(|((cats, c, re), at)| {
+                if !cats.is_empty() && !cats.contains(&category) {
+                    return None;
+                }
+                let text = facts.texts[*c].as_deref()?;
+                re.captures_read(at, text)?;
+                at.get(1).map(|(from, to)| &text[from..to])
+            });
         let resource_id = p
             .resource
             .iter()
             .find(|(cats, _)| cats.is_empty() || cats.contains(&category))
             .and_then(|(_, source)| match source {
-                ResourceSource::Column(c) => facts.texts[*c].as_deref().map(str::to_owned),
+                ResourceSource::Column(c) => facts.texts[*c].as_deref().map(Cow::Borrowed),
                 ResourceSource::Template(t) => {
-                    instance.as_deref().map(|i| t.replace("{instance}", i))
+                    instance.map(|i| Cow::Owned(t.replace("{instance}", i)))
                 }
             });
         let tz = p.zone;
@@ -869,7 +896,7 @@ impl RowParser for SpecParser<'_> {
                 })
             })
             .flatten()
-            .map(|(_, _, m)| m.clone());
+            .map(|(_, _, m)| m.as_str());
         let gpu_count = match f.gpu_count {
             Some(i) => row
                 .amount(i)?
@@ -880,46 +907,57 @@ impl RowParser for SpecParser<'_> {
                 .transpose()?,
             None => None,
         };
-        let item = p.item.iter().find_map(|&i| facts.texts[i].as_deref()).unwrap_or("").to_owned();
-        let charge = Charge {
-            id: ChargeId(0),
-            platform: p.name.to_owned(),
-            account: owned(f.account),
-            billing_period,
-            charge_start: start,
-            charge_end: end,
-            resource_id,
-            resource_name: owned(f.resource_name),
-            instance_id: instance.clone(),
-            region: owned(f.region),
-            category,
-            kind,
-            pricing,
-            gpu_model,
-            gpu_count,
-            quantity: f.quantity.map(|i| row.amount(i)).transpose()?.flatten(),
-            unit: owned(f.unit),
-            unit_price: f.unit_price.map(|i| row.amount(i)).transpose()?.flatten(),
-            list_cost: list,
-            billed_cost: billed,
-            currency: owned(f.currency).unwrap_or_else(|| p.spec.currency.clone()),
-            balance_after: f.balance_after.map(|i| row.amount(i)).transpose()?.flatten(),
-            origin: Origin {
-                file: self.file.get_or_insert_with(|| row.path().display().to_string()).clone(),
-                line: row.line(),
-                item,
-            },
-        };
-        let native_id = (!f.native_id.is_empty())
-            .then(|| f.native_id.iter().map(|&i| facts.text(i)).collect::<Vec<_>>().join("\u{1f}"))
-            .filter(|id| !id.replace('\u{1f}', "").is_empty());
-        let parsed = Parsed { charge, native_id };
+        let item = p.item.iter().find_map(|&i| facts.texts[i].as_deref()).unwrap_or("");
+        let quantity = f.quantity.map(|i| row.amount(i)).transpose()?.flatten();
+        let unit_price = f.unit_price.map(|i| row.amount(i)).transpose()?.flatten();
+        let balance_after = f.balance_after.map(|i| row.amount(i)).transpose()?.flatten();
+        let text = |i: Option<usize>| i.and_then(|i| facts.texts[i].as_deref());
+        let file = self.file.get_or_insert_with(|| row.path().display().to_string());
+        let parsed = out.get_or_insert_with(Parsed::blank);
+        let c = &mut parsed.charge;
+        set(&mut c.platform, p.name);
+        set_opt(&mut c.account, text(f.account));
+        c.billing_period = billing_period;
+        c.charge_start = start;
+        c.charge_end = end;
+        set_opt(&mut c.resource_id, resource_id.as_deref());
+        set_opt(&mut c.resource_name, text(f.resource_name));
+        set_opt(&mut c.instance_id, instance);
+        set_opt(&mut c.region, text(f.region));
+        c.category = category;
+        c.kind = kind;
+        c.pricing = pricing;
+        set_opt(&mut c.gpu_model, gpu_model);
+        c.gpu_count = gpu_count;
+        c.quantity = quantity;
+        set_opt(&mut c.unit, text(f.unit));
+        c.unit_price = unit_price;
+        c.list_cost = list;
+        c.billed_cost = billed;
+        set(&mut c.currency, text(f.currency).unwrap_or(&p.spec.currency));
+        c.balance_after = balance_after;
+        set(&mut c.origin.file, file);
+        c.origin.line = row.line();
+        set(&mut c.origin.item, item);
+        parsed.native_id = None;
+        if !f.native_id.is_empty() {
+            let mut id = String::new();
+            for (n, &i) in f.native_id.iter().enumerate() {
+                if n > 0 {
+                    id.push('\u{1f}');
+                }
+                id.push_str(facts.text(i));
+            }
+            if !id.replace('\u{1f}', "").is_empty() {
+                parsed.native_id = Some(id);
+            }
+        }
         match (keep, instance) {
             (Some(max), Some(id)) => {
-                self.kept.push((id, start, max, parsed));
-                Ok(None)
+                self.kept.push((id.to_owned(), start, max, parsed.clone()));
+                Ok(false)
             }
-            _ => Ok(Some(parsed)),
+            _ => Ok(true),
         }
     }
 
