@@ -525,6 +525,11 @@ impl Tally {
     /// Hands a slot's outcomes to `sink`, then its encoded batch.
     fn slot(&mut self, slot: &mut Slot, sink: &mut dyn Deliver) -> Result<()> {
         // Spend per currency of the batch, and the last month seen: added up once a batch.
+        let first_ids = slot.outcomes.iter().filter_map(|outcome| match outcome {
+            Outcome::Charge(IdSeed::Native(id) | IdSeed::Content(_, id), ..) => Some(id.0),
+            _ => None,
+        });
+        sink.ids().0.warm(first_ids);
         let mut spend: Vec<Option<Decimal>> = vec![None; slot.currencies.len()];
         let mut month = None;
         for outcome in slot.outcomes.drain(..) {
