@@ -61,12 +61,58 @@ fn decimal_from_mantissa(mut v: i128, scale: u32) -> Result<Decimal, String> {
 /// The columns of a part file but the ids, built a charge at a time on the parsing threads
 /// (the ids are given later, in file order: see [`with_ids`]).
 pub(crate) struct FrameBuilder {
-    texts: Vec<StringChunkedBuilder>,
+    texts: Vec<TextColumn>,
     times: [Vec<i64>; 2],
     gpu_count: Vec<Option<i32>>,
     decimals: Vec<Vec<Option<i128>>>,
     source_line: Vec<i64>,
     period: Option<(crate::charge::YearMonth, String)>,
+}
+
+/// A text column of a batch. Several hold one value for a whole batch (the platform, the
+/// file, usually the currency and the month): such a column keeps the value once and is
+/// made with [`ChunkFull`], its rows sharing one copy of the text, instead of copying the
+/// text into the column row after row.
+enum TextColumn {
+    /// Every row so far holds `value`.
+    Same { name: &'static str, value: Option<String>, count: usize, capacity: usize },
+    /// The rows hold different values.
+    Mixed(StringChunkedBuilder),
+}
+
+impl TextColumn {
+    fn push(&mut self, text: Option<&str>) {
+        match self {
+            TextColumn::Same { value, count, .. } if value.as_deref() == text => *count += 1,
+            TextColumn::Same { value, count: count @ 0, .. } => {
+                *value = text.map(str::to_owned);
+                *count = 1;
+            }
+            TextColumn::Same { name, value, count, capacity } => {
+                let mut builder = StringChunkedBuilder::new((*name).into(), *capacity);
+                for _ in 0..*count {
+                    builder.append_option(value.as_deref());
+                }
+                builder.append_option(text);
+                *self = TextColumn::Mixed(builder);
+            }
+            TextColumn::Mixed(builder) => builder.append_option(text),
+        }
+    }
+
+    fn finish(self) -> StringChunked {
+        match self {
+            TextColumn::Same { name, value: Some(value), count, .. } => {
+                let mut column = StringChunked::full(name.into(), &value, count);
+                column.set_sorted_flag(polars::series::IsSorted::Not);
+                column
+            }
+            TextColumn::Same { name, value: None, count, .. } => {
+                StringChunked::full_null(name.into(), count)
+            }
+            TextColumn::Mixed(builder) => builder.finish(),
+        }
+    }
 }
 
 /// The columns that are not text; the others are, and [`FrameBuilder::push`] fills them in
@@ -92,7 +138,7 @@ impl FrameBuilder {
             texts: COLUMNS
                 .iter()
                 .filter(|n| **n != "id" && !NOT_TEXT.contains(n))
-                .map(|n| StringChunkedBuilder::new((*n).into(), capacity))
+                .map(|name| TextColumn::Same { name, value: None, count: 0, capacity })
                 .collect(),
             times: [Vec::with_capacity(capacity), Vec::with_capacity(capacity)],
             gpu_count: Vec::with_capacity(capacity),
@@ -126,8 +172,8 @@ impl FrameBuilder {
             Some(&c.origin.file),
             Some(&c.origin.item),
         ];
-        for (builder, value) in self.texts.iter_mut().zip(values) {
-            builder.append_option(value);
+        for (column, value) in self.texts.iter_mut().zip(values) {
+            column.push(value);
         }
         self.times[0].push(c.charge_start.timestamp_micros());
         self.times[1].push(c.charge_end.timestamp_micros());
@@ -303,4 +349,35 @@ pub fn from_frame(df: &DataFrame) -> Result<Vec<Charge>, String> {
             })
         })
         .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn column(values: &[Option<&str>]) -> Vec<Option<String>> {
+        let mut column = TextColumn::Same { name: "t", value: None, count: 0, capacity: 4 };
+        for v in values {
+            column.push(*v);
+        }
+        let built = column.finish();
+        assert_eq!(built.len(), values.len());
+        built.iter().map(|v| v.map(str::to_owned)).collect()
+    }
+
+    #[test]
+    fn text_columns_hold_what_was_pushed_whether_one_value_or_many() {
+        let cases: [&[Option<&str>]; 6] = [
+            &[],
+            &[Some("focus"); 5],
+            &[None, None, None],
+            &[Some("a"), Some("a"), None, Some("b"), Some("a")],
+            &[None, Some("x")],
+            &[Some("/a/very/long/path/to/a/bill/export-2024-05.csv"), Some("")],
+        ];
+        for values in cases {
+            let want: Vec<Option<String>> = values.iter().map(|v| v.map(str::to_owned)).collect();
+            assert_eq!(column(values), want, "{values:?}");
+        }
+    }
 }
