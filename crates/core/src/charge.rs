@@ -285,9 +285,12 @@ impl ChargeId {
     /// formatting machinery: the ledger writes one per charge).
     pub fn push_hex(self, out: &mut String) {
         const DIGITS: &[u8; 16] = b"0123456789abcdef";
-        for shift in (0..32).rev() {
-            out.push(char::from(DIGITS[((self.0 >> (shift * 4)) & 0xf) as usize]));
+        let mut hex = [0u8; 32];
+        for (i, digit) in hex.iter_mut().enumerate() {
+            *digit = DIGITS[((self.0 >> ((31 - i) * 4)) & 0xf) as usize];
         }
+        // Hex digits are ASCII: this never fails.
+        out.push_str(std::str::from_utf8(&hex).unwrap_or_default());
     }
 }
 
