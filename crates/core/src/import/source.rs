@@ -322,11 +322,6 @@ impl<'a> Row<'a> {
         }
     }
 
-    /// Column `col` as a required amount.
-    pub(crate) fn required_amount(&self, col: usize) -> Result<Decimal, RowError> {
-        self.amount(col)?.ok_or_else(|| self.error(col, "has no amount"))
-    }
-
     /// The label of a footer row of control totals: the first non-empty cell, when it starts
     /// with 合计 / 总计 / 小计 / Total.
     pub(crate) fn footer_label(&self) -> Option<String> {

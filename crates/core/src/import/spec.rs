@@ -782,8 +782,15 @@ impl RowParser for SpecParser<'_> {
                 *t = None;
             }
         }
-        let mut billed = row.required_amount(f.billed_cost)?;
-        let mut list = f.list_cost.map(|i| row.amount(i)).transpose()?.flatten();
+        // Amounts from the cells already read; a cell the profile calls null is read again,
+        // as the amount parser has its own view of what means "no value".
+        let amount = |texts: &[Option<Cow<'_, str>>], i: usize| match &texts[i] {
+            Some(text) => crate::parse::parse_amount(text).map_err(|m| row.error(i, m)),
+            None => row.amount(i),
+        };
+        let mut billed = amount(&texts, f.billed_cost)?
+            .ok_or_else(|| row.error(f.billed_cost, "has no amount"))?;
+        let mut list = f.list_cost.map(|i| amount(&texts, i)).transpose()?.flatten();
         let direction = match p.direction {
             None => None,
             Some(i) => Some(match texts[i].as_deref() {
@@ -898,8 +905,7 @@ impl RowParser for SpecParser<'_> {
             .flatten()
             .map(|(_, _, m)| m.as_str());
         let gpu_count = match f.gpu_count {
-            Some(i) => row
-                .amount(i)?
+            Some(i) => amount(&facts.texts, i)?
                 .map(|n| {
                     u16::try_from(n.trunc().mantissa())
                         .map_err(|_| row.error(i, "is not a GPU count"))
@@ -908,9 +914,9 @@ impl RowParser for SpecParser<'_> {
             None => None,
         };
         let item = p.item.iter().find_map(|&i| facts.texts[i].as_deref()).unwrap_or("");
-        let quantity = f.quantity.map(|i| row.amount(i)).transpose()?.flatten();
-        let unit_price = f.unit_price.map(|i| row.amount(i)).transpose()?.flatten();
-        let balance_after = f.balance_after.map(|i| row.amount(i)).transpose()?.flatten();
+        let quantity = f.quantity.map(|i| amount(&facts.texts, i)).transpose()?.flatten();
+        let unit_price = f.unit_price.map(|i| amount(&facts.texts, i)).transpose()?.flatten();
+        let balance_after = f.balance_after.map(|i| amount(&facts.texts, i)).transpose()?.flatten();
         let text = |i: Option<usize>| i.and_then(|i| facts.texts[i].as_deref());
         let file = self.file.get_or_insert_with(|| row.path().display().to_string());
         let parsed = out.get_or_insert_with(Parsed::blank);
