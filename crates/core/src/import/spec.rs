@@ -716,9 +716,22 @@ struct SpecParser<'p> {
 const MAX_REMEMBERED_CLASSES: usize = 4096;
 
 impl SpecParser<'_> {
-    /// Column `col` as a time, the last one read again when its text is unchanged.
-    fn time(&mut self, row: &Row<'_>, col: usize) -> Result<Option<DateTime<Utc>>, RowError> {
-        let Some(text) = row.text(col)? else { return Ok(None) };
+    /// Column `col` as a time, the last one read again when its text is unchanged. The cell
+    /// is taken from `texts` (the row's cells already read), or read again when the profile
+    /// called it null there (the time parser then says what it thinks of it).
+    fn time(
+        &mut self,
+        row: &Row<'_>,
+        texts: &[Option<Cow<'_, str>>],
+        col: usize,
+    ) -> Result<Option<DateTime<Utc>>, RowError> {
+        let text = match &texts[col] {
+            Some(text) => Cow::Borrowed(&**text),
+            None => match row.text(col)? {
+                Some(text) => text,
+                None => return Ok(None),
+            },
+        };
         if let Some((last, at)) = &self.last_time[col]
             && *last == *text
         {
@@ -842,10 +855,10 @@ impl RowParser for SpecParser<'_> {
                 }
             });
         let tz = p.zone;
-        let posted = f.posted.map(|i| self.time(row, i)).transpose()?.flatten();
+        let posted = f.posted.map(|i| self.time(row, &facts.texts, i)).transpose()?.flatten();
         let mut start = None;
         for &i in &p.start {
-            if let Some(t) = self.time(row, i)? {
+            if let Some(t) = self.time(row, &facts.texts, i)? {
                 start = Some(t);
                 break;
             }
@@ -855,7 +868,7 @@ impl RowParser for SpecParser<'_> {
         };
         let mut end = None;
         for &i in &p.end {
-            if let Some(t) = self.time(row, i)? {
+            if let Some(t) = self.time(row, &facts.texts, i)? {
                 end = Some(t);
                 break;
             }
@@ -888,7 +901,7 @@ impl RowParser for SpecParser<'_> {
             }
             (None, _) if f.period_time.is_some() => {
                 let i = f.period_time.unwrap_or_default();
-                let t = self.time(row, i)?.ok_or_else(|| row.error(i, "is empty"))?;
+                let t = self.time(row, &facts.texts, i)?.ok_or_else(|| row.error(i, "is empty"))?;
                 YearMonth::of(t, tz)
             }
             (None, Some("posted")) => YearMonth::of(posted.unwrap_or(start), tz),
