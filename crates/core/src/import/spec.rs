@@ -560,6 +560,7 @@ impl Profile for SpecProfile {
             classes: HashMap::new(),
             class_key: String::new(),
             locations: self.instance.iter().map(|(_, _, re)| re.capture_locations()).collect(),
+            texts: Vec::new(),
         })
     }
     fn rows_independent(&self) -> bool {
@@ -710,6 +711,8 @@ struct SpecParser<'p> {
     class_key: String,
     /// Where each instance regex matched, reused from row to row.
     locations: Vec<regex::CaptureLocations>,
+    /// The vector of a row's cells, kept (empty) for the next row.
+    texts: Vec<Option<Cow<'static, str>>>,
 }
 
 /// Distinct classifier inputs a parser remembers before it starts afresh.
@@ -789,11 +792,14 @@ impl RowParser for SpecParser<'_> {
     fn parse_into(&mut self, row: &Row<'_>, out: &mut Option<Parsed>) -> Result<bool, RowError> {
         let p = self.profile;
         let f = &p.fields;
-        let mut texts = (0..p.columns.len()).map(|i| row.text(i)).collect::<Result<Vec<_>, _>>()?;
-        for t in &mut texts {
-            if t.as_deref().is_some_and(|v| p.spec.nulls.iter().any(|n| n == v)) {
-                *t = None;
-            }
+        // The cells of the row, in last row's vector (emptied, it has the same layout).
+        let mut texts: Vec<Option<Cow<'_, str>>> =
+            std::mem::take(&mut self.texts).into_iter().map(|_| None).collect();
+        texts.clear();
+        for i in 0..p.columns.len() {
+            let text = row.text(i)?;
+            let null = text.as_deref().is_some_and(|v| p.spec.nulls.iter().any(|n| n == v));
+            texts.push(if null { None } else { text });
         }
         // Amounts from the cells already read; a cell the profile calls null is read again,
         // as the amount parser has its own view of what means "no value".
@@ -971,9 +977,11 @@ impl RowParser for SpecParser<'_> {
                 parsed.native_id = Some(id);
             }
         }
-        match (keep, instance) {
-            (Some(max), Some(id)) => {
-                self.kept.push((id.to_owned(), start, max, parsed.clone()));
+        let kept = keep.zip(instance).map(|(max, id)| (id.to_owned(), start, max));
+        self.texts = facts.texts.into_iter().map(|_| None).collect();
+        match kept {
+            Some((id, start, max)) => {
+                self.kept.push((id, start, max, parsed.clone()));
                 Ok(false)
             }
             _ => Ok(true),

@@ -555,7 +555,16 @@ impl Writer {
     /// Takes the columns of the charges counted since the last call: the new ones go to
     /// their partitions' buffers, the rest are dropped.
     fn add_frame(&mut self, frame: DataFrame) -> Result<()> {
-        let pending = std::mem::take(&mut self.pending);
+        let mut pending = std::mem::take(&mut self.pending);
+        let added = self.add_rows(frame, &pending);
+        // The list is kept for the next batch: growing a new one cost a dozen reallocations.
+        pending.clear();
+        self.pending = pending;
+        added
+    }
+
+    /// [`Writer::add_frame`] for the charges `pending` counted.
+    fn add_rows(&mut self, frame: DataFrame, pending: &[Pending]) -> Result<()> {
         if !pending.iter().any(|p| p.keep) {
             return Ok(());
         }
