@@ -230,3 +230,45 @@ fn a_big_file_parsed_on_several_threads_comes_out_whole_and_in_file_order() {
     let ids: std::collections::HashSet<_> = bill.charges.iter().map(|c| c.id).collect();
     assert_eq!(ids.len(), rows);
 }
+
+/// The parser fills one charge in place row after row: a field a row leaves empty must not
+/// keep the previous row's value, and a row like an earlier one reads the same.
+#[test]
+fn rows_parsed_one_after_another_keep_nothing_of_the_row_before() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("focus.csv");
+    let header = "BilledCost,ListCost,ChargePeriodStart,ChargePeriodEnd,ChargeCategory,\
+                  BillingCurrency,ResourceId,ResourceName,RegionId,PricingUnit,ServiceCategory,\
+                  ChargeDescription,SubAccountId,BillingPeriodStart";
+    let full = "3.673,4.000,2024-05-01 00:00:00,2024-05-01 01:00:00,Usage,USD,vm-1,gpu-box,\
+                eastus,Hours,Compute,NC24ads_A100_v4 hours,acct-1,2024-05-01T00:00:00Z";
+    let bare =
+        "0.050,,2024-05-01 00:00:00,2024-05-01 01:00:00,Usage,EUR,,,NULL,,Storage,,,2024-05-01";
+    std::fs::write(&path, format!("{header}\n{full}\n{bare}\n{full}\n")).unwrap();
+    let charges = parse_bill(&path, None).unwrap().charges;
+    assert_eq!(charges.len(), 3);
+    let (first, second, third) = (&charges[0], &charges[1], &charges[2]);
+    assert_eq!(first.resource_name.as_deref(), Some("gpu-box"));
+    assert_eq!(first.account.as_deref(), Some("acct-1"));
+    assert_eq!(first.list_cost, Some(Decimal::new(4000, 3)));
+    for (field, value) in [
+        ("resource_id", &second.resource_id),
+        ("resource_name", &second.resource_name),
+        ("region", &second.region),
+        ("unit", &second.unit),
+        ("account", &second.account),
+        ("gpu_model", &second.gpu_model),
+        ("instance_id", &second.instance_id),
+    ] {
+        assert_eq!(*value, None, "{field} of the bare row");
+    }
+    assert_eq!(second.list_cost, None);
+    assert_eq!(second.currency, "EUR");
+    assert_eq!(second.origin.item, "");
+    assert_eq!(second.category, Category::Storage);
+    assert_eq!((first.origin.line, second.origin.line, third.origin.line), (2, 3, 4));
+    let mut same = third.clone();
+    same.origin.line = first.origin.line;
+    same.id = first.id;
+    assert_eq!(&same, first, "the third row reads like the first");
+}
