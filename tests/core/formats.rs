@@ -272,3 +272,19 @@ fn rows_parsed_one_after_another_keep_nothing_of_the_row_before() {
     same.id = first.id;
     assert_eq!(&same, first, "the third row reads like the first");
 }
+
+/// FOCUS makes BillingPeriodStart mandatory, but an export without it is still readable: the
+/// billing month then comes from the charge's start, as for a missing period column.
+#[test]
+fn a_focus_export_without_billing_period_start_takes_the_month_of_the_charge() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("no_period.csv");
+    let rows = "BilledCost,ChargePeriodStart,ChargePeriodEnd,ChargeCategory,ServiceCategory\n\
+                1.50,2024-05-31 23:00:00,2024-06-01 00:00:00,Usage,Compute\n\
+                2.25,2024-06-01 00:00:00,2024-06-01 01:00:00,Usage,Compute\n";
+    std::fs::write(&path, rows).unwrap();
+    let bill = parse_bill(&path, None).unwrap();
+    let months: Vec<String> = bill.charges.iter().map(|c| c.billing_period.to_string()).collect();
+    assert_eq!(months, ["2024-05", "2024-06"]);
+    assert_eq!(bill.report.profile, "focus");
+}

@@ -153,7 +153,8 @@ pub struct PeriodSpec {
     /// A column holding `YYYY-MM` or `YYYYMM`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub column: Option<String>,
-    /// Or a column holding a time: its month in the profile's zone.
+    /// Or a column holding a time: its month in the profile's zone. A file without the
+    /// column (either one) takes the period from `from`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub time_column: Option<String>,
     /// Else `posted` (the local month of the posting time) or `start` (the default).
@@ -905,7 +906,8 @@ impl RowParser for SpecParser<'_> {
                 let text = facts.texts[i].as_deref().ok_or_else(|| row.error(i, "is empty"))?;
                 text.parse::<YearMonth>().map_err(|m| row.error(i, m))?
             }
-            (None, _) if f.period_time.is_some() => {
+            // Like the period column, a period-time column the file lacks falls back too.
+            (None, _) if f.period_time.is_some_and(|i| row.has(i)) => {
                 let i = f.period_time.unwrap_or_default();
                 let t = self.time(row, &facts.texts, i)?.ok_or_else(|| row.error(i, "is empty"))?;
                 YearMonth::of(t, tz)
