@@ -28,6 +28,7 @@ mod profile;
 mod source;
 pub mod spec;
 
+use std::borrow::Cow;
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 
@@ -408,7 +409,7 @@ fn parse_batch(
             Next::Bad(error, cells) => Outcome::Reject(error, cells),
             Next::Row(row) => match parser.parse_into(&row, scratch) {
                 Ok(true) => match scratch {
-                    Some(parsed) => out.charge(parsed, || parsed.clone()),
+                    Some(parsed) => out.charge(Cow::Borrowed(parsed)),
                     None => Outcome::Nothing,
                 },
                 Ok(false) => Outcome::Nothing,
@@ -425,7 +426,7 @@ fn parse_batch(
 fn deliver_rows(rows: Vec<Parsed>, encoding: Option<NewEncoder>, slot: &mut Slot) {
     let mut out = Outcomes::start(encoding, slot);
     for parsed in rows {
-        let outcome = out.charge(&parsed, || parsed.clone());
+        let outcome = out.charge(Cow::Owned(parsed));
         out.slot.outcomes.push(outcome);
     }
     out.finish();
@@ -445,8 +446,8 @@ impl<'s> Outcomes<'s> {
     }
 
     /// The outcome of a charge: encoded here when the sink has an encoding, else handed on
-    /// whole (`owned` makes the copy: the parser keeps `parsed` to fill it again).
-    fn charge(&mut self, parsed: &Parsed, owned: impl FnOnce() -> Parsed) -> Outcome {
+    /// whole (copied when borrowed: the parser keeps it to fill it again).
+    fn charge(&mut self, parsed: Cow<'_, Parsed>) -> Outcome {
         let c = &parsed.charge;
         let currencies = &mut self.slot.currencies;
         let currency = match currencies.iter().rposition(|cur| *cur == c.currency) {
@@ -463,13 +464,13 @@ impl<'s> Outcomes<'s> {
             billed_cost: c.billed_cost,
             currency: currency as u32,
         };
-        let seed = seed(parsed);
+        let seed = seed(&parsed);
         match &mut self.encoder {
             Some(encoder) => {
                 encoder.push(c);
                 Outcome::Charge(seed, facts, None)
             }
-            None => Outcome::Charge(seed, facts, Some(Box::new(owned()))),
+            None => Outcome::Charge(seed, facts, Some(Box::new(parsed.into_owned()))),
         }
     }
 
@@ -524,12 +525,12 @@ impl Tally {
 
     /// Hands a slot's outcomes to `sink`, then its encoded batch.
     fn slot(&mut self, slot: &mut Slot, sink: &mut dyn Deliver) -> Result<()> {
-        // Spend per currency of the batch, and the last month seen: added up once a batch.
         let first_ids = slot.outcomes.iter().filter_map(|outcome| match outcome {
             Outcome::Charge(IdSeed::Native(id) | IdSeed::Content(_, id), ..) => Some(id.0),
             _ => None,
         });
         sink.ids().0.warm(first_ids);
+        // Spend per currency of the batch, and the last month seen: added up once a batch.
         let mut spend: Vec<Option<Decimal>> = vec![None; slot.currencies.len()];
         let mut month = None;
         for outcome in slot.outcomes.drain(..) {

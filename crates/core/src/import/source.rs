@@ -306,9 +306,9 @@ impl<'a> Row<'a> {
                 },
             })?;
         Ok(match text {
-            Cow::Borrowed(s) => Some(s.trim()).filter(|s| !s.is_empty()).map(Cow::Borrowed),
+            Cow::Borrowed(s) => Some(trim(s)).filter(|s| !s.is_empty()).map(Cow::Borrowed),
             Cow::Owned(s) => {
-                let t = s.trim();
+                let t = trim(&s);
                 (!t.is_empty()).then(|| Cow::Owned(t.to_owned()))
             }
         })

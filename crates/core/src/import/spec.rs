@@ -676,6 +676,20 @@ impl Facts<'_> {
     }
 }
 
+/// Cell `i` of the row for the amount and time parsers: from `texts`, the cells already read,
+/// or read again when the profile called it null there (those parsers have their own view of
+/// what means "no value", and say what they think of the rest).
+fn cell<'c>(
+    row: &Row<'c>,
+    texts: &'c [Option<Cow<'c, str>>],
+    i: usize,
+) -> Result<Option<Cow<'c, str>>, RowError> {
+    match &texts[i] {
+        Some(text) => Ok(Some(Cow::Borrowed(text))),
+        None => row.text(i),
+    }
+}
+
 /// Sets `slot` to `value`, reusing its allocation.
 fn set(slot: &mut String, value: &str) {
     if slot != value {
@@ -720,22 +734,14 @@ struct SpecParser<'p> {
 const MAX_REMEMBERED_CLASSES: usize = 4096;
 
 impl SpecParser<'_> {
-    /// Column `col` as a time, the last one read again when its text is unchanged. The cell
-    /// is taken from `texts` (the row's cells already read), or read again when the profile
-    /// called it null there (the time parser then says what it thinks of it).
+    /// Column `col` as a time, the last one read again when its text is unchanged.
     fn time(
         &mut self,
         row: &Row<'_>,
         texts: &[Option<Cow<'_, str>>],
         col: usize,
     ) -> Result<Option<DateTime<Utc>>, RowError> {
-        let text = match &texts[col] {
-            Some(text) => Cow::Borrowed(&**text),
-            None => match row.text(col)? {
-                Some(text) => text,
-                None => return Ok(None),
-            },
-        };
+        let Some(text) = cell(row, texts, col)? else { return Ok(None) };
         if let Some((last, at)) = &self.last_time[col]
             && *last == *text
         {
@@ -802,11 +808,9 @@ impl RowParser for SpecParser<'_> {
             let null = text.as_deref().is_some_and(|v| p.spec.nulls.iter().any(|n| n == v));
             texts.push(if null { None } else { text });
         }
-        // Amounts from the cells already read; a cell the profile calls null is read again,
-        // as the amount parser has its own view of what means "no value".
-        let amount = |texts: &[Option<Cow<'_, str>>], i: usize| match &texts[i] {
-            Some(text) => crate::parse::parse_amount(text).map_err(|m| row.error(i, m)),
-            None => row.amount(i),
+        let amount = |texts: &[Option<Cow<'_, str>>], i: usize| match cell(row, texts, i)? {
+            Some(text) => crate::parse::parse_amount(&text).map_err(|m| row.error(i, m)),
+            None => Ok(None),
         };
         let mut billed = amount(&texts, f.billed_cost)?
             .ok_or_else(|| row.error(f.billed_cost, "has no amount"))?;
@@ -966,19 +970,16 @@ impl RowParser for SpecParser<'_> {
         set(&mut c.origin.file, file);
         c.origin.line = row.line();
         set(&mut c.origin.item, item);
-        parsed.native_id = None;
-        if !f.native_id.is_empty() {
-            let mut id = String::new();
-            for (n, &i) in f.native_id.iter().enumerate() {
-                if n > 0 {
-                    id.push('\u{1f}');
-                }
-                id.push_str(facts.text(i));
+        // The native id's cells joined by U+001F, in last row's string; none when all are empty.
+        let mut id = parsed.native_id.take().unwrap_or_default();
+        id.clear();
+        for (n, &i) in f.native_id.iter().enumerate() {
+            if n > 0 {
+                id.push('\u{1f}');
             }
-            if !id.replace('\u{1f}', "").is_empty() {
-                parsed.native_id = Some(id);
-            }
+            id.push_str(facts.text(i));
         }
+        parsed.native_id = id.chars().any(|c| c != '\u{1f}').then_some(id);
         let kept = keep.zip(instance).map(|(max, id)| (id.to_owned(), start, max));
         self.texts = facts.texts.into_iter().map(|_| None).collect();
         match kept {

@@ -482,8 +482,7 @@ fn write_part(path: &Path, frame: &mut DataFrame) -> Result<()> {
     // otherwise (tens of thousands of one-byte writes per part file).
     let mut file = std::io::BufWriter::with_capacity(1 << 20, io(path, File::create(path))?);
     ParquetWriter::new(&mut file)
-        // LZ4: zstd made part files half the size (108 against 208 MB for a 1 GB FOCUS
-        // export) for a tenth of an import's CPU time; DuckDB, polars and Spark read both.
+        // LZ4, not zstd: see the module docs.
         .with_compression(ParquetCompression::Lz4Raw)
         .finish(frame)
         .map_err(parquet_error)?;
