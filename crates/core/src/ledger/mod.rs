@@ -23,11 +23,12 @@
 //! - Charges are buffered per partition and flushed as Parquet part files every
 //!   [`FLUSH_ROWS`] rows, written by a second thread while parsing goes on. Memory is bounded
 //!   whatever the size of the input: the id index (about 35 MB of ids, a 32 MiB filter once
-//!   it spills), two buffers of [`FLUSH_ROWS`] charges and the import pipeline's batches
+//!   it spills), three buffers of [`FLUSH_ROWS`] charges and the import pipeline's batches
 //!   (measured with the CLI, whose allocator keeps freed memory: 177–183 MB peak for a 100 MB
 //!   FOCUS export, 265–295 MB for 1 GB, 277 MB for 3 GB).
-//! - Part files are compressed with LZ4 (the `LZ4_RAW` codec; DuckDB, polars and Spark read
-//!   it). zstd made them half the size but cost a tenth of an import's CPU time: the ledger
+//! - Part files are written by [`part`], which chooses each column's encoding from what the
+//!   ledger knows of it, and compressed with LZ4 (the `LZ4_RAW` codec; DuckDB, polars and
+//!   Spark read it). zstd made them half the size but cost a tenth of an import's CPU time: the ledger
 //!   of a 1 GB FOCUS export is 208 MB with LZ4, 108 MB with zstd.
 //! - The partition month is the charge's billing period.
 //! - Part files are written under `tmp/<batch>/` and moved into their partitions only at
@@ -41,6 +42,7 @@
 //!   that the ledger shows nothing of the batch.
 
 mod columns;
+mod part;
 
 use std::collections::{BTreeMap, BTreeSet, HashSet};
 use std::fs::{self, File};
@@ -48,9 +50,7 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 
 use chrono::Utc;
-use polars::prelude::{
-    BooleanChunked, DataFrame, ParquetCompression, ParquetReader, ParquetWriter, SerReader,
-};
+use polars::prelude::{BooleanChunked, DataFrame, ParquetReader, SerReader};
 use rust_decimal::Decimal;
 use serde::{Deserialize, Serialize};
 
@@ -63,7 +63,7 @@ use crate::ids::IdIndex;
 use crate::import::{self, ControlTotal, Deliver, Facts, FileReport, Profile};
 
 /// Rows buffered before a part file is written.
-pub const FLUSH_ROWS: usize = 32_768;
+pub const FLUSH_ROWS: usize = 65_536;
 
 /// The default ledger folder, relative to the working directory.
 pub const DEFAULT_DIR: &str = ".gpuaudit";
@@ -461,9 +461,10 @@ struct ParquetThread {
 
 impl ParquetThread {
     fn start() -> Self {
-        // A rendezvous: the next batch is handed over only when the last one is written, so
-        // memory holds at most two batches.
-        let (jobs, queue) = std::sync::mpsc::sync_channel::<ParquetJob>(0);
+        // One part file may wait while another is written, so parsing does not stall when a
+        // write takes longer than a flush's worth of parsing (the writer's LZ4 and file
+        // output run on this one thread). Memory holds at most three flushes' worth.
+        let (jobs, queue) = std::sync::mpsc::sync_channel::<ParquetJob>(1);
         let thread = std::thread::spawn(move || {
             for (path, mut frame) in queue {
                 write_part(&path, &mut frame)?;
@@ -477,15 +478,10 @@ impl ParquetThread {
 /// Writes one part file and syncs it to disk.
 fn write_part(path: &Path, frame: &mut DataFrame) -> Result<()> {
     let parquet_error = |source| Error::from(ErrorKind::Parquet { path: path.to_owned(), source });
-    frame.rechunk_mut();
     // Buffered: the writer makes a system call per Thrift field of every page header
     // otherwise (tens of thousands of one-byte writes per part file).
     let mut file = std::io::BufWriter::with_capacity(1 << 20, io(path, File::create(path))?);
-    ParquetWriter::new(&mut file)
-        // LZ4, not zstd: see the module docs.
-        .with_compression(ParquetCompression::Lz4Raw)
-        .finish(frame)
-        .map_err(parquet_error)?;
+    part::write(&mut file, frame).map_err(parquet_error)?;
     let file = file.into_inner().map_err(|e| Error::io(path, e.into_error()))?;
     io(path, file.sync_all())
 }
