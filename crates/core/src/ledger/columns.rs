@@ -287,7 +287,7 @@ fn parse<T: FromStr<Err = String>>(v: Option<&str>, name: &str) -> Result<T, Str
     required(v, name)?.parse()
 }
 
-/// Reads the charges of a DataFrame written by [`to_frame`].
+/// Reads the charges of a DataFrame made by [`FrameBuilder`] and [`with_ids`].
 pub fn from_frame(df: &DataFrame) -> Result<Vec<Charge>, String> {
     let r = Reader { df };
     let owned = |v: Option<&str>| v.map(str::to_owned);

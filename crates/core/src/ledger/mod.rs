@@ -26,7 +26,7 @@
 //!   it spills), three buffers of [`FLUSH_ROWS`] charges and the import pipeline's batches
 //!   (measured with the CLI, whose allocator keeps freed memory: 177–183 MB peak for a 100 MB
 //!   FOCUS export, 265–295 MB for 1 GB, 277 MB for 3 GB).
-//! - Part files are written by [`part`], which chooses each column's encoding from what the
+//! - Part files are written by the `part` module, which chooses each column's encoding from what the
 //!   ledger knows of it, and compressed with LZ4 (the `LZ4_RAW` codec; DuckDB, polars and
 //!   Spark read it). zstd made them half the size but cost a tenth of an import's CPU time: the ledger
 //!   of a 1 GB FOCUS export is 208 MB with LZ4, 108 MB with zstd.
