@@ -65,7 +65,7 @@ fn the_focus_examples_impossible_timestamp_is_refused_at_its_line() {
     let err = parse_bill(&fixture(file), None).unwrap_err().to_string();
     assert!(
         err.contains(
-            "scenario_3.csv:4: column ChargePeriodEnd: \"2023-02-01T30:00:00Z\" is not a time"
+            "scenario_3.csv:5: column ChargePeriodEnd: \"2023-02-01T30:00:00Z\" is not a time"
         ),
         "{err}"
     );

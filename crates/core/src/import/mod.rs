@@ -27,6 +27,7 @@
 mod profile;
 mod source;
 pub mod spec;
+mod split;
 
 use std::borrow::Cow;
 use std::collections::{BTreeMap, BTreeSet};

@@ -21,7 +21,7 @@ use std::fs::File;
 use std::io::{self, Read};
 use std::path::{Path, PathBuf};
 
-use csv::ByteRecord;
+use super::split::{Record, Splitter};
 use rust_decimal::Decimal;
 use sha2::{Digest, Sha256};
 
@@ -31,10 +31,6 @@ use crate::import::profile::{Column, Profile};
 /// How many leading rows may hold the header.
 pub const HEADER_SEARCH_ROWS: usize = 20;
 const SNIFF_BYTES: usize = 64 * 1024;
-/// Bytes asked of the file per read. Small enough to stay in the CPU cache: on the 2-core
-/// machines, reading a cached 1 GB file took 0.22 s in 64 KiB reads and 1.4 s in 128 KiB
-/// ones (`dd bs=64k` against `cat`).
-const READ_BYTES: usize = 64 * 1024;
 
 /// The text encoding a file was read in.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -173,7 +169,7 @@ impl FileCtx {
     /// one: the record is ASCII, or the file is UTF-8 with a multibyte cell already seen (then
     /// nothing it holds can change the encoding). One validation pass per record instead of
     /// one per cell; [`Row::text`] still decodes a cell whose bounds fall inside a character.
-    pub(crate) fn whole<'r>(&self, record: &'r ByteRecord) -> Option<&'r str> {
+    pub(crate) fn whole<'r>(&self, record: &'r Record) -> Option<&'r str> {
         let bytes = record.as_slice();
         let settled_utf8 = self.encoding.get() == Encoding::Utf8 && self.seen_multibyte.get();
         if settled_utf8 || bytes.is_ascii() { std::str::from_utf8(bytes).ok() } else { None }
@@ -232,12 +228,12 @@ fn trim(cell: &str) -> &str {
 /// A bill file opened for reading: encoding known, header found, profile chosen.
 pub struct BillSource {
     ctx: FileCtx,
-    reader: csv::Reader<HashingReader>,
+    reader: Splitter<HashingReader>,
     profile: &'static dyn Profile,
     header: Header,
     /// Rows read while looking for the header, after it (to hand out first).
-    pending: std::collections::VecDeque<ByteRecord>,
-    record: ByteRecord,
+    pending: std::collections::VecDeque<Record>,
+    record: Record,
     control_totals: Vec<ControlTotal>,
     rows_read: u64,
 }
@@ -245,7 +241,7 @@ pub struct BillSource {
 /// One data row of a bill, with accessors that report problems at its location.
 pub struct Row<'a> {
     pub(crate) ctx: &'a FileCtx,
-    pub(crate) record: &'a ByteRecord,
+    pub(crate) record: &'a Record,
     pub(crate) header: &'a Header,
     pub(crate) columns: &'static [Column],
     pub(crate) line: u64,
@@ -405,7 +401,7 @@ fn sniff(path: &Path) -> Result<(Encoding, u64, bool)> {
     }
 }
 
-fn is_blank(record: &ByteRecord) -> bool {
+fn is_blank(record: &Record) -> bool {
     record.iter().all(|f| f.iter().all(u8::is_ascii_whitespace))
 }
 
@@ -440,11 +436,7 @@ impl BillSource {
             }
             HashingReader { inner: Box::new(file), hasher, bytes: bom_len, hashing: true }
         };
-        let mut reader = csv::ReaderBuilder::new()
-            .has_headers(false)
-            .flexible(true)
-            .buffer_capacity(READ_BYTES)
-            .from_reader(hashing);
+        let mut reader = Splitter::new(hashing);
         let ctx = FileCtx {
             path: path.to_owned(),
             encoding: Cell::new(encoding),
@@ -452,7 +444,7 @@ impl BillSource {
             bom_len,
         };
         let mut head = Vec::new();
-        let mut record = ByteRecord::new();
+        let mut record = Record::new();
         while head.len() < HEADER_SEARCH_ROWS {
             if !read_record(&mut reader, &mut record, &ctx.path)? {
                 break;
@@ -552,7 +544,7 @@ impl BillSource {
             }
             let line = self.record.position().map_or(0, |p| p.line());
             if self.ctx.undecided() && !self.record.as_slice().is_ascii() {
-                for field in &self.record {
+                for field in self.record.iter() {
                     let _ = self.ctx.decode(field, line, "", 0);
                     if !self.ctx.undecided() {
                         break;
@@ -613,7 +605,7 @@ impl BillSource {
 /// Data records read by [`BillSource::fill`], for a worker thread to parse.
 pub(crate) struct RecordBatch {
     /// Buffers, reused; the first `len` hold records.
-    pub(crate) records: Vec<ByteRecord>,
+    pub(crate) records: Vec<Record>,
     /// How many records the batch holds.
     pub(crate) len: usize,
     /// The decoding state before the first record.
@@ -624,7 +616,7 @@ impl RecordBatch {
     /// An empty batch of `capacity` records.
     pub(crate) fn new(capacity: usize) -> Self {
         RecordBatch {
-            records: vec![ByteRecord::new(); capacity],
+            records: vec![Record::new(); capacity],
             len: 0,
             state: (Encoding::Utf8, false),
         }
@@ -649,24 +641,11 @@ impl<'a> Row<'a> {
 }
 
 fn read_record(
-    reader: &mut csv::Reader<HashingReader>,
-    record: &mut ByteRecord,
+    reader: &mut Splitter<HashingReader>,
+    record: &mut Record,
     path: &Path,
 ) -> Result<bool> {
-    reader.read_byte_record(record).map_err(|e| {
-        let line = e.position().map_or(0, |p| p.line());
-        match e.into_kind() {
-            csv::ErrorKind::Io(io) => Error::io(path, io),
-            other => ErrorKind::InvalidRows {
-                errors: vec![RowError {
-                    location: Location::line(path, line),
-                    message: format!("malformed CSV: {other:?}"),
-                }],
-                total: 1,
-            }
-            .into(),
-        }
-    })
+    reader.read(record).map_err(|e| Error::io(path, e))
 }
 
 /// For each of `columns`, the index of the first header name equal to one of its aliases.
