@@ -10,7 +10,7 @@ use chrono::{DateTime, Utc};
 use polars::prelude::*;
 use rust_decimal::Decimal;
 
-use crate::charge::{Charge, ChargeId, MAX_SCALE, Origin};
+use crate::charge::{Category, Charge, ChargeId, Kind, MAX_SCALE, Origin, Pricing};
 
 const PRECISION: usize = 38;
 const SCALE: usize = MAX_SCALE as usize;
@@ -62,6 +62,8 @@ fn decimal_from_mantissa(mut v: i128, scale: u32) -> Result<Decimal, String> {
 /// (the ids are given later, in file order: see [`with_ids`]).
 pub(crate) struct FrameBuilder {
     texts: Vec<TextColumn>,
+    /// The [`ENUMS`] columns, as each value's index in its type's `ALL`.
+    codes: [Vec<i32>; 3],
     times: [Vec<i64>; 2],
     gpu_count: Vec<Option<i32>>,
     decimals: Vec<Vec<Option<i128>>>,
@@ -115,9 +117,28 @@ impl TextColumn {
     }
 }
 
-/// The columns that are not text; the others are, and [`FrameBuilder::push`] fills them in
-/// [`COLUMNS`] order.
-const NOT_TEXT: [&str; 9] = [
+/// The columns of a closed set of values ([`Category`], [`Kind`], [`Pricing`]). A batch holds
+/// them as codes, which the part writer turns into dictionaries of their texts (see
+/// [`enum_text`]); the file holds the texts.
+pub(crate) const ENUMS: [&str; 3] = ["category", "kind", "pricing"];
+
+/// The text of `code` in the [`ENUMS`] column `column`.
+pub(crate) fn enum_text(column: &str, code: i32) -> Option<&'static str> {
+    let code = usize::try_from(code).ok()?;
+    match column {
+        "category" => Category::ALL.get(code).map(|v| v.as_str()),
+        "kind" => Kind::ALL.get(code).map(|v| v.as_str()),
+        "pricing" => Pricing::ALL.get(code).map(|v| v.as_str()),
+        _ => None,
+    }
+}
+
+/// The columns that are not text, or not built as text; the others are, and
+/// [`FrameBuilder::push`] fills them in [`COLUMNS`] order.
+const NOT_TEXT: [&str; 12] = [
+    "category",
+    "kind",
+    "pricing",
     "charge_start",
     "charge_end",
     "gpu_count",
@@ -140,6 +161,7 @@ impl FrameBuilder {
                 .filter(|n| **n != "id" && !NOT_TEXT.contains(n))
                 .map(|name| TextColumn::Same { name, value: None, count: 0, capacity })
                 .collect(),
+            codes: std::array::from_fn(|_| Vec::with_capacity(capacity)),
             times: [Vec::with_capacity(capacity), Vec::with_capacity(capacity)],
             gpu_count: Vec::with_capacity(capacity),
             decimals: DECIMALS.iter().map(|_| Vec::with_capacity(capacity)).collect(),
@@ -155,7 +177,7 @@ impl FrameBuilder {
             Some((month, text)) if *month == c.billing_period => text,
             _ => &self.period.insert((c.billing_period, c.billing_period.to_string())).1,
         };
-        let values: [Option<&str>; 15] = [
+        let values: [Option<&str>; 12] = [
             Some(&c.platform),
             c.account.as_deref(),
             Some(period),
@@ -163,9 +185,6 @@ impl FrameBuilder {
             c.resource_name.as_deref(),
             c.instance_id.as_deref(),
             c.region.as_deref(),
-            Some(c.category.as_str()),
-            Some(c.kind.as_str()),
-            Some(c.pricing.as_str()),
             c.gpu_model.as_deref(),
             c.unit.as_deref(),
             Some(&c.currency),
@@ -175,6 +194,11 @@ impl FrameBuilder {
         for (column, value) in self.texts.iter_mut().zip(values) {
             column.push(value);
         }
+        // Codes as `enum_text` reads them back: the index in `ALL`, which lists the variants
+        // in declaration order.
+        self.codes[0].push(c.category as i32);
+        self.codes[1].push(c.kind as i32);
+        self.codes[2].push(c.pricing as i32);
         self.times[0].push(c.charge_start.timestamp_micros());
         self.times[1].push(c.charge_end.timestamp_micros());
         self.gpu_count.push(c.gpu_count.map(i32::from));
@@ -185,12 +209,13 @@ impl FrameBuilder {
         self.source_line.push(c.origin.line as i64);
     }
 
-    /// The DataFrame, columns in [`COLUMNS`] order but for `id`.
+    /// The DataFrame, columns in [`COLUMNS`] order but for `id`; the [`ENUMS`] as codes.
     pub(crate) fn finish(self) -> PolarsResult<DataFrame> {
         let rows = self.source_line.len();
         let mut texts = self.texts.into_iter();
         let mut decimals = self.decimals.into_iter();
         let mut times = self.times.into_iter();
+        let mut codes = self.codes.into_iter();
         let (mut gpu_count, mut source_line) = (Some(self.gpu_count), Some(self.source_line));
         let columns = COLUMNS[1..]
             .iter()
@@ -211,6 +236,11 @@ impl FrameBuilder {
                     "source_line" => {
                         let values = source_line.take().ok_or_else(missing)?;
                         Int64Chunked::from_vec(name.into(), values).into_series()
+                    }
+                    _ if ENUMS.contains(&name) => {
+                        let values = codes.next().ok_or_else(missing)?;
+                        // Int32: polars is built without its 8-bit integer types.
+                        Int32Chunked::from_vec(name.into(), values).into_series()
                     }
                     _ if DECIMALS.contains(&name) => {
                         let values = decimals.next().ok_or_else(missing)?;
@@ -363,6 +393,22 @@ mod tests {
         let built = column.finish();
         assert_eq!(built.len(), values.len());
         built.iter().map(|v| v.map(str::to_owned)).collect()
+    }
+
+    #[test]
+    fn every_enum_value_reads_back_from_its_code() {
+        use crate::charge::{Kind, Pricing};
+        for c in Category::ALL {
+            assert_eq!(enum_text("category", *c as i32), Some(c.as_str()));
+        }
+        for k in Kind::ALL {
+            assert_eq!(enum_text("kind", *k as i32), Some(k.as_str()));
+        }
+        for p in Pricing::ALL {
+            assert_eq!(enum_text("pricing", *p as i32), Some(p.as_str()));
+        }
+        assert_eq!(enum_text("category", Category::ALL.len() as i32), None);
+        assert_eq!(enum_text("unit", 0), None);
     }
 
     #[test]

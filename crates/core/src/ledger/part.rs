@@ -10,6 +10,8 @@
 //! - A text column holding one value for the whole part file (the platform, the source file,
 //!   the month, usually the currency and account): a one-entry dictionary made directly, and
 //!   its keys, all zero, take no space.
+//! - `category`, `kind` and `pricing` come as codes (their values are a closed set): a
+//!   dictionary of the texts present, made directly.
 //! - Every other column: polars' own choice, as before.
 //!
 //! A part file is one row group (a part holds at most a few flushes' worth of rows). Readers
@@ -22,6 +24,8 @@ use polars::prelude::{ArrayRef, CompatLevel, DataFrame, PolarsError, PolarsResul
 use polars_arrow::array::{Array, DictionaryArray, PrimitiveArray, Utf8ViewArray};
 use polars_arrow::datatypes::{ArrowDataType, IntegerType};
 use polars_parquet::read::ParquetError;
+
+use super::columns::{ENUMS, enum_text};
 use polars_parquet::write::{
     CompressionOptions, Compressor, DynIter, DynStreamingIterator, Encoding,
     FallibleStreamingIterator, FileWriter, StatisticsOptions, Version, WriteOptions,
@@ -45,7 +49,13 @@ const OPTIONS: WriteOptions = WriteOptions {
 /// Writes `frame` as a Parquet file to `out`.
 pub(crate) fn write(out: impl Write, frame: &mut DataFrame) -> PolarsResult<()> {
     frame.rechunk_mut();
-    let schema = frame.schema().to_arrow(CompatLevel::newest());
+    let mut schema = frame.schema().to_arrow(CompatLevel::newest());
+    for field in schema.iter_values_mut() {
+        if ENUMS.contains(&field.name.as_str()) {
+            // Written as text, from codes: see `encoding`.
+            field.dtype = ArrowDataType::Utf8View;
+        }
+    }
     let parquet_schema = to_parquet_schema(&schema)?;
     let fields = parquet_schema.fields().to_vec();
     let mut writer = FileWriter::new_with_parquet_schema(out, schema, parquet_schema, OPTIONS);
@@ -62,7 +72,7 @@ pub(crate) fn write(out: impl Write, frame: &mut DataFrame) -> PolarsResult<()> 
                 let pages = pages.map(|page| {
                     page.map_err(|e| ParquetError::FeatureNotSupported(format!("polars: {e}")))
                 });
-                let compressed = Compressor::new_from_vec(pages, OPTIONS.compression, vec![])
+                let compressed = Compressor::new_from_vec(pages, compression(name), vec![])
                     .map_err(PolarsError::from);
                 columns.push(Ok(DynStreamingIterator::new(compressed)));
             }
@@ -78,8 +88,48 @@ fn encoding(name: &str, array: &ArrayRef) -> (ArrayRef, Encoding) {
     if matches!(name, "id" | "source_line") || matches!(array.dtype(), ArrowDataType::Decimal(..)) {
         return (array.clone(), Encoding::Plain);
     }
+    if let Some(codes) = array.as_any().downcast_ref::<PrimitiveArray<i32>>()
+        && let Some(texts) = enum_dictionary(name, codes)
+    {
+        return (texts, Encoding::RleDictionary);
+    }
     let one = array.as_any().downcast_ref::<Utf8ViewArray>().and_then(one_value);
     (one.unwrap_or_else(|| array.clone()), Encoding::RleDictionary)
+}
+
+/// How column `name` is compressed: LZ4, but for the ids, random hexadecimal that LZ4
+/// cannot shrink (it spent a third of its time on them to save 5%).
+fn compression(name: &str) -> CompressionOptions {
+    if name == "id" { CompressionOptions::Uncompressed } else { OPTIONS.compression }
+}
+
+/// The texts of the codes of [`ENUMS`] column `name`, as a dictionary of the values present
+/// (so that the column's statistics are those of its texts); `None` for another column.
+fn enum_dictionary(name: &str, codes: &PrimitiveArray<i32>) -> Option<ArrayRef> {
+    // The key of each code met so far: codes are indexes into a type's short `ALL`.
+    let mut keys_of: Vec<Option<u8>> = Vec::new();
+    let mut texts = Vec::new();
+    let mut keys = Vec::with_capacity(codes.len());
+    for &code in codes.values().iter() {
+        let at = usize::try_from(code).ok()?;
+        if at >= keys_of.len() {
+            keys_of.resize(at + 1, None);
+        }
+        let key = match keys_of[at] {
+            Some(key) => key,
+            None => {
+                texts.push(enum_text(name, code)?);
+                *keys_of[at].insert(u8::try_from(texts.len() - 1).ok()?)
+            }
+        };
+        keys.push(key);
+    }
+    let keys =
+        PrimitiveArray::<u8>::new(ArrowDataType::UInt8, keys.into(), codes.validity().cloned());
+    let values = Utf8ViewArray::from_slice_values(texts).boxed();
+    let dtype =
+        ArrowDataType::Dictionary(IntegerType::UInt8, Box::new(ArrowDataType::Utf8View), false);
+    DictionaryArray::try_new(dtype, keys, values).ok().map(|d| d.boxed())
 }
 
 /// `texts` as a dictionary of one entry, when every row holds the same text.
@@ -174,6 +224,26 @@ mod tests {
         let expected: Vec<(String, bool)> =
             expected.iter().map(|(n, d)| (n.to_string(), *d)).collect();
         assert_eq!(dictionary, expected);
+    }
+
+    #[test]
+    fn enum_codes_are_written_as_their_texts() {
+        use crate::charge::{Category, Kind};
+        let categories = [Category::Traffic, Category::Compute, Category::Traffic, Category::Other];
+        let mut frame = DataFrame::new_infer_height(vec![
+            Column::new("category".into(), categories.map(|c| c as i32).to_vec()),
+            Column::new("kind".into(), vec![Kind::Refund as i32; 4]),
+        ])
+        .unwrap();
+        let mut bytes = Vec::new();
+        write(&mut bytes, &mut frame).unwrap();
+        let read = ParquetReader::new(std::io::Cursor::new(bytes)).finish().unwrap();
+        let texts = |name: &str| -> Vec<String> {
+            let column = read.column(name).unwrap().str().unwrap();
+            column.iter().map(|v| v.unwrap().to_owned()).collect()
+        };
+        assert_eq!(texts("category"), categories.map(|c| c.as_str().to_owned()));
+        assert_eq!(texts("kind"), vec!["refund"; 4]);
     }
 
     #[test]
