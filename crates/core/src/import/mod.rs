@@ -151,6 +151,21 @@ pub(crate) trait Deliver {
     fn encoded(&mut self, _encoded: Encoded) -> Result<()> {
         Ok(())
     }
+    /// The billed cost and number of the new spend charges of one category and currency
+    /// among those handed to [`Deliver::charge`] since the last batch: added up once a batch
+    /// rather than a charge at a time.
+    fn spent(&mut self, _spend: Spend<'_>) {}
+}
+
+/// See [`Deliver::spent`].
+// The ledger reads it; without it nothing does.
+#[cfg_attr(not(feature = "store"), allow(dead_code))]
+pub(crate) struct Spend<'a> {
+    pub(crate) platform: &'static str,
+    pub(crate) category: Category,
+    pub(crate) currency: &'a str,
+    pub(crate) billed: Decimal,
+    pub(crate) charges: u64,
 }
 
 /// How far reading a file has got: called on the reading thread with the file, the bytes
@@ -182,16 +197,13 @@ pub(crate) trait Encoder: Send {
     fn finish(self: Box<Self>) -> Result<Encoded>;
 }
 
-/// What the calling thread needs of a charge: totals, months and where it is stored.
-// The ledger reads the platform and category; without it nothing does.
+/// What the sink needs of a charge handed over in encoded form: where it is stored (totals
+/// come once a batch, through [`Deliver::spent`]).
+// The ledger reads them; without it nothing does.
 #[cfg_attr(not(feature = "store"), allow(dead_code))]
-pub(crate) struct Facts<'a> {
+pub(crate) struct Facts {
     pub(crate) platform: &'static str,
     pub(crate) billing_period: YearMonth,
-    pub(crate) category: Category,
-    pub(crate) spend: bool,
-    pub(crate) billed_cost: Decimal,
-    pub(crate) currency: &'a str,
 }
 
 /// [`Facts`] as a parsing thread records them: the currency is an index into its batch's
@@ -498,7 +510,7 @@ impl Tally {
         facts: Facts,
         parsed: Option<Box<Parsed>>,
         sink: &mut dyn Deliver,
-    ) -> Result<()> {
+    ) -> Result<bool> {
         self.charges += 1;
         let (index, file) = sink.ids();
         let (id, new) = match seed {
@@ -521,7 +533,8 @@ impl Tally {
                 })
                 .unwrap_or(Ok((ChargeId(0), false)))?,
         };
-        sink.charge(&facts, parsed.map(|p| p.charge), id, new)
+        sink.charge(&facts, parsed.map(|p| p.charge), id, new)?;
+        Ok(new)
     }
 
     /// Hands a slot's outcomes to `sink`, then its encoded batch.
@@ -533,6 +546,9 @@ impl Tally {
         sink.ids().0.warm(first_ids);
         // Spend per currency of the batch, and the last month seen: added up once a batch.
         let mut spend: Vec<Option<Decimal>> = vec![None; slot.currencies.len()];
+        // The same for the new charges, by currency and category.
+        let categories = Category::ALL.len();
+        let mut new_spend = vec![(Decimal::ZERO, 0u64); slot.currencies.len() * categories];
         let mut month = None;
         for outcome in slot.outcomes.drain(..) {
             match outcome {
@@ -545,21 +561,27 @@ impl Tally {
                         month = Some(row.billing_period);
                         self.months.insert(row.billing_period);
                     }
-                    let facts = Facts {
-                        platform: self.platform,
-                        billing_period: row.billing_period,
-                        category: row.category,
-                        spend: row.spend,
-                        billed_cost: row.billed_cost,
-                        currency: &slot.currencies[currency],
-                    };
-                    self.charge(seed, facts, parsed, sink)?
+                    let facts =
+                        Facts { platform: self.platform, billing_period: row.billing_period };
+                    let new = self.charge(seed, facts, parsed, sink)?;
+                    if new && row.spend {
+                        let group = &mut new_spend[currency * categories + row.category as usize];
+                        group.0 += row.billed_cost;
+                        group.1 += 1;
+                    }
                 }
                 Outcome::Reject(error, cells) => {
                     self.rejected += 1;
                     sink.reject(error, cells)?;
                 }
                 Outcome::Nothing => {}
+            }
+        }
+        for (at, (billed, charges)) in new_spend.into_iter().enumerate() {
+            if charges > 0 {
+                let (platform, category) = (self.platform, Category::ALL[at % categories]);
+                let currency = &slot.currencies[at / categories];
+                sink.spent(Spend { platform, category, currency, billed, charges });
             }
         }
         for (currency, amount) in slot.currencies.iter().zip(spend) {

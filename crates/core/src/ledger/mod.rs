@@ -60,7 +60,7 @@ use columns::FrameBuilder;
 use crate::charge::{Category, Charge, ChargeId, YearMonth};
 use crate::error::{Error, ErrorKind, MAX_LISTED_ROW_ERRORS, Result, RowError};
 use crate::ids::IdIndex;
-use crate::import::{self, ControlTotal, Deliver, Facts, FileReport, Profile};
+use crate::import::{self, ControlTotal, Deliver, Facts, FileReport, Profile, Spend};
 
 /// Rows buffered before a part file is written.
 pub const FLUSH_ROWS: usize = 65_536;
@@ -527,28 +527,29 @@ impl Writer {
 
     /// Counts a charge of the file being read; a new one is written when `write`.
     fn add(&mut self, facts: &Facts, id: ChargeId, new: bool, write: bool) {
-        if new && facts.spend {
-            // Keys are looked up borrowed: no allocation per row once a group exists.
-            let found = self.totals.iter_mut().find(|((p, c, cur), _)| {
-                // The category first: comparing it is cheap, and it tells most groups apart.
-                *c == facts.category && cur == facts.currency && p == facts.platform
-            });
-            let total = match found {
-                Some((_, total)) => total,
-                None => self
-                    .totals
-                    .entry((facts.platform.to_owned(), facts.category, facts.currency.to_string()))
-                    .or_default(),
-            };
-            total.0 += facts.billed_cost;
-            total.1 += 1;
-        }
         self.pending.push(Pending {
             id: id.0,
             keep: new && write,
             month: facts.billing_period,
             platform: facts.platform,
         });
+    }
+
+    /// Adds the spend of new charges of a batch to the totals.
+    fn add_spend(&mut self, spend: Spend) {
+        // Keys are looked up borrowed: no allocation once a group exists.
+        let found = self.totals.iter_mut().find(|((p, c, cur), _)| {
+            *c == spend.category && cur == spend.currency && p == spend.platform
+        });
+        let total = match found {
+            Some((_, total)) => total,
+            None => self
+                .totals
+                .entry((spend.platform.to_owned(), spend.category, spend.currency.to_owned()))
+                .or_default(),
+        };
+        total.0 += spend.billed;
+        total.1 += spend.charges;
     }
 
     /// Takes the columns of the charges counted since the last call: the new ones go to
@@ -833,6 +834,10 @@ impl Deliver for BatchSink<'_> {
         let write = !self.options.dry_run && self.failure.total == 0;
         self.writer.add(facts, id, new, write);
         Ok(())
+    }
+
+    fn spent(&mut self, spend: Spend) {
+        self.writer.add_spend(spend);
     }
 
     fn encoded(&mut self, encoded: import::Encoded) -> Result<()> {
