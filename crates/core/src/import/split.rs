@@ -14,7 +14,7 @@
 //! byte-at-a-time state machine.
 
 use std::io::{self, Read};
-use std::ops::Range;
+use std::ops::{Deref, DerefMut, Range};
 
 use csv_core::ReadRecordResult;
 
@@ -94,19 +94,66 @@ impl Record {
 /// Bytes asked of the source per read. Small enough to stay in the CPU cache: on the 2-core
 /// machines, reading a cached 1 GB file took 0.22 s in 64 KiB reads and 1.4 s in 128 KiB
 /// ones (`dd bs=64k` against `cat`).
-const READ_BYTES: usize = 64 * 1024;
+pub(crate) const READ_BYTES: usize = 64 * 1024;
+
+/// Bytes asked per read of a file read past the page cache (see `source::BillFile`): large,
+/// as each read is one request to the disk.
+pub(crate) const DIRECT_READ_BYTES: usize = 1 << 20;
+
+/// The alignment, in memory and in the file, of a read past the page cache.
+const ALIGN: usize = 4096;
+
+/// Bytes whose first one sits at a multiple of [`ALIGN`] in memory, where a read past the
+/// page cache may land.
+struct Aligned {
+    raw: Vec<u8>,
+    start: usize,
+    len: usize,
+}
+
+impl Aligned {
+    fn new(len: usize) -> Self {
+        let raw = vec![0; len + ALIGN];
+        // Should `align_offset` decline (it may), the buffer is merely unaligned: a direct
+        // read then fails and the file is read through the page cache.
+        let start = raw.as_ptr().align_offset(ALIGN).min(ALIGN);
+        Aligned { raw, start, len }
+    }
+
+    /// A buffer of `len` bytes that begins with this one's bytes.
+    fn grown(&self, len: usize) -> Self {
+        let mut grown = Aligned::new(len.max(self.len));
+        grown[..self.len].copy_from_slice(self);
+        grown
+    }
+}
+
+impl Deref for Aligned {
+    type Target = [u8];
+    fn deref(&self) -> &[u8] {
+        &self.raw[self.start..self.start + self.len]
+    }
+}
+
+impl DerefMut for Aligned {
+    fn deref_mut(&mut self) -> &mut [u8] {
+        &mut self.raw[self.start..self.start + self.len]
+    }
+}
 
 /// Reads [`Record`]s from a byte stream.
 pub(crate) struct Splitter<R> {
     inner: R,
-    buf: Vec<u8>,
+    buf: Aligned,
     /// Unread bytes are `buf[pos..end]`.
     pos: usize,
     end: usize,
     /// Whether `inner` has no more bytes.
     eof: bool,
-    /// Offset in the stream of `buf[0]`.
-    base: u64,
+    /// Offset in the stream of `buf[0]` (negative when the first bytes read were moved up).
+    base: i64,
+    /// Bytes at the start of the stream that are no part of any record (a byte-order mark).
+    skip: usize,
     /// Line of `buf[pos]`.
     line: u64,
     /// Bytes asked of `inner` per read.
@@ -118,19 +165,17 @@ pub(crate) struct Splitter<R> {
 }
 
 impl<R: Read> Splitter<R> {
-    pub(crate) fn new(inner: R) -> Self {
-        Self::with_read_size(inner, READ_BYTES)
-    }
-
-    /// A splitter reading `read` bytes at a time (the tests make it small).
-    fn with_read_size(inner: R, read: usize) -> Self {
+    /// A splitter reading `read` bytes at a time: [`DIRECT_READ_BYTES`] for a file read
+    /// past the page cache (the tests make it small).
+    pub(crate) fn with_read_size(inner: R, read: usize) -> Self {
         Splitter {
             inner,
-            buf: vec![0; 2 * read.max(1)],
+            buf: Aligned::new((2 * read.max(1)).next_multiple_of(ALIGN)),
             pos: 0,
             end: 0,
             eof: false,
             base: 0,
+            skip: 0,
             line: 1,
             read_size: read.max(1),
             core: csv_core::Reader::new(),
@@ -143,8 +188,22 @@ impl<R: Read> Splitter<R> {
         &self.inner
     }
 
+    /// Leaves the stream's first `bytes` out of every record (they still count in offsets).
+    pub(crate) fn skip(&mut self, bytes: usize) {
+        self.skip = bytes;
+    }
+
     /// Reads the next record into `record`; false at the end of the stream.
     pub(crate) fn read(&mut self, record: &mut Record) -> io::Result<bool> {
+        while self.skip > 0 {
+            if self.end - self.pos < self.skip && !self.eof {
+                self.fill()?;
+                continue;
+            }
+            let skipped = self.skip.min(self.end - self.pos);
+            self.pos += skipped;
+            self.skip = 0;
+        }
         loop {
             let unread = &self.buf[self.pos..self.end];
             let Some(newline) = memchr::memchr(b'\n', unread) else {
@@ -171,7 +230,7 @@ impl<R: Read> Splitter<R> {
             record.bytes.extend_from_slice(line);
             record.ends.extend(memchr::memchr_iter(b',', line));
             record.ends.push(line.len());
-            record.position = Position { line: self.line, byte: self.base + self.pos as u64 };
+            record.position = Position { line: self.line, byte: self.offset(self.pos) };
             self.pos += newline + 1;
             self.line += 1;
             return Ok(true);
@@ -195,7 +254,7 @@ impl<R: Read> Splitter<R> {
                 let lines = memchr::memchr_iter(b'\n', &input[..skipped]).count() as u64;
                 start = Some(Position {
                     line: self.line + lines,
-                    byte: self.base + (self.pos + skipped) as u64,
+                    byte: self.offset(self.pos + skipped),
                 });
             }
             self.line += memchr::memchr_iter(b'\n', &input[..read]).count() as u64;
@@ -234,19 +293,24 @@ impl<R: Read> Splitter<R> {
         }
     }
 
-    /// Moves the unread bytes to the front of the buffer and reads more after them, growing
-    /// the buffer when one line fills it.
+    /// The offset in the stream of `buf[at]`.
+    fn offset(&self, at: usize) -> u64 {
+        (self.base + at as i64) as u64
+    }
+
+    /// Reads more of the stream after the unread bytes, which first move to just before a
+    /// multiple of [`ALIGN`]: reads land at aligned places, as a read past the page cache
+    /// needs. Grows the buffer when one record fills it.
     fn fill(&mut self) -> io::Result<()> {
-        if self.pos > 0 {
-            self.buf.copy_within(self.pos..self.end, 0);
-            self.base += self.pos as u64;
-            self.end -= self.pos;
-            self.pos = 0;
+        let unread = self.end - self.pos;
+        let end = unread.next_multiple_of(ALIGN);
+        if self.buf.len() < end + self.read_size {
+            self.buf = self.buf.grown((end + self.read_size).max(2 * self.buf.len()));
         }
-        if self.buf.len() - self.end < self.read_size {
-            let grown = self.buf.len() * 2;
-            self.buf.resize(grown, 0);
-        }
+        let pos = end - unread;
+        self.buf.copy_within(self.pos..self.end, pos);
+        self.base += self.pos as i64 - pos as i64;
+        (self.pos, self.end) = (pos, end);
         let room = self.read_size;
         loop {
             match self.inner.read(&mut self.buf[self.end..self.end + room]) {
@@ -343,7 +407,7 @@ mod tests {
         // The csv crate gives such a record the position of the line end or empty lines
         // before it (line 1 for the second record here), which put errors in CRLF files one
         // line too high.
-        let mut splitter = Splitter::new(&b"a,b\r\n1,2\r\n\r\n\n3,4\n"[..]);
+        let mut splitter = Splitter::with_read_size(&b"a,b\r\n1,2\r\n\r\n\n3,4\n"[..], READ_BYTES);
         let mut record = Record::new();
         let mut found = Vec::new();
         while splitter.read(&mut record).unwrap() {
@@ -393,7 +457,7 @@ mod tests {
 
     #[test]
     fn a_record_gives_its_fields_by_index_and_as_one_slice() {
-        let mut splitter = Splitter::new(&b"id,\"a,b\",\nx"[..]);
+        let mut splitter = Splitter::with_read_size(&b"id,\"a,b\",\nx"[..], READ_BYTES);
         let mut record = Record::new();
         assert!(splitter.read(&mut record).unwrap());
         assert_eq!(record.len(), 3);
