@@ -63,7 +63,7 @@ use crate::ids::IdIndex;
 use crate::import::{self, ControlTotal, Deliver, Facts, FileReport, Profile, Spend};
 
 /// Rows buffered before a part file is written.
-pub const FLUSH_ROWS: usize = 65_536;
+pub const FLUSH_ROWS: usize = 32_768;
 
 /// The default ledger folder, relative to the working directory.
 pub const DEFAULT_DIR: &str = ".gpuaudit";
