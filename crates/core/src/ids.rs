@@ -5,9 +5,13 @@
 //! ([`IN_MEMORY`] ids, about 35 MB). When the map is full and the index has a spill folder, its
 //! ids are sorted and written to a run file (20 bytes an id), a sparse fence of every
 //! [`FENCE`]-th id stays in memory, and every id goes into a fixed 32 MiB blocked Bloom filter.
-//! A lookup that misses the map asks the filter, and only when the filter says "maybe" reads
+//! A thread of its own does that, while the index goes on with a second map (the whole import
+//! waited a quarter of a second for each spill otherwise); until the run is written, the
+//! spilled ids are looked up in the map they were spilled from.
+//! A lookup that misses the maps asks the filter, and only when the filter says "maybe" reads
 //! one block of a run, newest run first. Memory is thus bounded whatever the size of the file
-//! or of the ledger: map + filter + fences (16 bytes per 256 ids) + the runs held in memory.
+//! or of the ledger: two maps + filter + fences (16 bytes per 256 ids) + the runs held in
+//! memory.
 //! Without a spill folder the map simply grows (what [`crate::parse_bill`] does: it holds the
 //! charges in memory anyway).
 //!
@@ -30,6 +34,9 @@ use std::io::{BufWriter, Write};
 #[cfg(not(unix))]
 use std::io::{Read, Seek, SeekFrom};
 use std::path::PathBuf;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::thread::JoinHandle;
 
 use crate::charge::IdKeys;
 use crate::error::{Error, Result};
@@ -116,15 +123,29 @@ fn read_at(file: &mut File, buffer: &mut [u8], offset: u64) -> std::io::Result<(
     }
 }
 
+type Map = HashMap<u128, u32, IdKeys>;
+
 /// Ids seen so far, with the file that last claimed each. See the module docs.
 pub struct IdIndex {
-    map: HashMap<u128, u32, IdKeys>,
+    map: Map,
+    /// The map last spilled, while a thread writes it as a run: looked up after `map`.
+    spilling: Option<Spilling>,
+    /// An emptied map, kept for the next spill (its table is already in memory).
+    spare: Option<Map>,
     /// Ids the map may hold before it spills.
     limit: usize,
     spill_dir: Option<PathBuf>,
-    bloom: Vec<u64>,
+    /// The filter's words, shared with the spilling thread, which sets the bits of its ids.
+    bloom: Arc<[AtomicU64]>,
     runs: Vec<Run>,
     buffer: Vec<u8>,
+}
+
+/// A spill in progress: the map being written, and the thread writing it.
+struct Spilling {
+    map: Arc<Map>,
+    path: PathBuf,
+    thread: JoinHandle<Result<(Run, Arc<[AtomicU64]>)>>,
 }
 
 impl std::fmt::Debug for IdIndex {
@@ -151,17 +172,36 @@ impl IdIndex {
     fn new(spill_dir: Option<PathBuf>, limit: usize) -> Self {
         IdIndex {
             map: HashMap::default(),
+            spilling: None,
+            spare: None,
             limit,
             spill_dir,
-            bloom: Vec::new(),
+            bloom: Arc::new([]),
             runs: Vec::new(),
             buffer: Vec::new(),
         }
     }
 
-    /// Ids held in memory, and run files written.
+    /// Ids held in memory (but those being spilled), and run files written or being written.
     pub fn sizes(&self) -> (usize, usize) {
-        (self.map.len(), self.runs.len())
+        (self.map.len(), self.runs.len() + usize::from(self.spilling.is_some()))
+    }
+
+    /// Waits for a spill in progress, and takes its run.
+    fn settle(&mut self) -> Result<()> {
+        let Some(Spilling { map, path, thread }) = self.spilling.take() else { return Ok(()) };
+        let run = thread.join().unwrap_or_else(|_| {
+            Err(Error::io(&path, std::io::Error::other("the thread writing the ids panicked")))
+        });
+        // The thread has dropped its handle on the map: keep the table for the next spill.
+        if let Ok(mut map) = Arc::try_unwrap(map) {
+            map.clear();
+            self.spare = Some(map);
+        }
+        let (run, bloom) = run?;
+        self.runs.push(run);
+        self.bloom = bloom;
+        Ok(())
     }
 
     /// Blocks read from run files (the filter's false positives and the true hits).
@@ -175,11 +215,15 @@ impl IdIndex {
     /// of different ids in a row overlap (the caller hands a batch of ids first).
     pub fn warm(&self, ids: impl Iterator<Item = u128>) {
         let blocks = self.bloom.len() / BLOCK_WORDS;
+        let spilled = self.spilling.as_ref().map(|s| &s.map);
         for id in ids {
             std::hint::black_box(self.map.get(&id));
+            if let Some(spilled) = spilled {
+                std::hint::black_box(spilled.get(&id));
+            }
             if blocks > 0 {
                 let (block, _) = Self::bloom_bits(id, blocks);
-                std::hint::black_box(self.bloom[block * BLOCK_WORDS]);
+                std::hint::black_box(self.bloom[block * BLOCK_WORDS].load(Ordering::Relaxed));
             }
         }
     }
@@ -193,7 +237,16 @@ impl IdIndex {
             *owner = file;
             return Ok(Claim::Known);
         }
-        let claim = match self.search_runs(id, file)? {
+        if self.spilling.as_ref().is_some_and(|s| s.thread.is_finished()) {
+            self.settle()?;
+        }
+        // An id of the map being spilled: its new owner goes into the map, like one of a run.
+        let spilled = self.spilling.as_ref().and_then(|s| s.map.get(&id).copied());
+        let found = match spilled {
+            Some(owner) => Some((owner, false)),
+            None => self.search_runs(id, file)?,
+        };
+        let claim = match found {
             Some((owner, _)) if owner == file => return Ok(Claim::Given),
             // Found in a run held in memory: the new owner was written there.
             Some((_, true)) => return Ok(Claim::Known),
@@ -205,6 +258,7 @@ impl IdIndex {
         }
         if self.map.capacity() == 0 && self.spill_dir.is_some() {
             // Sized once: growing by doubling would copy the table and touch fresh pages.
+            self.map = self.spare.take().unwrap_or_default();
             self.map.reserve(self.limit);
         }
         self.map.insert(id, file);
@@ -228,7 +282,8 @@ impl IdIndex {
         }
         let (block, bits) = Self::bloom_bits(id, self.bloom.len() / BLOCK_WORDS);
         let words = &self.bloom[block * BLOCK_WORDS..][..BLOCK_WORDS];
-        bits.iter().all(|&b| words[(b / 64) as usize] & (1 << (b % 64)) != 0)
+        bits.iter()
+            .all(|&b| words[(b / 64) as usize].load(Ordering::Relaxed) & (1 << (b % 64)) != 0)
     }
 
     /// The owner of `id` in the runs, newest first, and whether `file` was recorded as its
@@ -280,46 +335,71 @@ impl IdIndex {
         Ok(None)
     }
 
-    /// Writes the map's ids, sorted, to a new run file and empties the map.
+    /// Hands the map to a thread that writes its ids, sorted, to a new run file and sets
+    /// their bits in the filter, and goes on with an empty map: the ids being written are
+    /// looked up in the handed map until the run is done. A spill took a quarter of a second
+    /// of the calling thread, during which the whole import pipeline waited for it.
     fn spill(&mut self) -> Result<()> {
-        let Some(dir) = &self.spill_dir else { return Ok(()) };
-        std::fs::create_dir_all(dir).map_err(|e| Error::io(dir, e))?;
+        let Some(dir) = self.spill_dir.clone() else { return Ok(()) };
+        self.settle()?;
+        std::fs::create_dir_all(&dir).map_err(|e| Error::io(&dir, e))?;
         let path = dir.join(format!("ids-{:04}.run", self.runs.len()));
-        let mut entries: Vec<(u128, u32)> = self.map.drain().collect();
-        entries.sort_unstable_by_key(|e| e.0);
-        if self.bloom.is_empty() {
-            self.bloom = vec![0; BLOOM_BYTES / 8];
-        }
-        let blocks = self.bloom.len() / BLOCK_WORDS;
-        let file = File::options()
-            .read(true)
-            .write(true)
-            .create_new(true)
-            .open(&path)
-            .map_err(|e| Error::io(&path, e))?;
-        let mut out = BufWriter::with_capacity(1 << 16, file);
-        let mut fence = Vec::with_capacity(entries.len() / FENCE + 1);
-        for (i, &(id, owner)) in entries.iter().enumerate() {
-            if i % FENCE == 0 {
-                fence.push(id);
-            }
-            let (block, bits) = Self::bloom_bits(id, blocks);
-            let words = &mut self.bloom[block * BLOCK_WORDS..][..BLOCK_WORDS];
-            for b in bits {
-                words[(b / 64) as usize] |= 1 << (b % 64);
-            }
-            out.write_all(&id.to_le_bytes())
-                .and_then(|()| out.write_all(&owner.to_le_bytes()))
-                .map_err(|e| Error::io(&path, e))?;
-        }
-        let file = out.into_inner().map_err(|e| Error::io(&path, e.into_error()))?;
-        self.runs.push(Run { file, path, len: entries.len(), fence, reads: 0, loaded: None });
+        let map = Arc::new(std::mem::take(&mut self.map));
+        let (bloom, handed, at) = (Arc::clone(&self.bloom), Arc::clone(&map), path.clone());
+        let thread = std::thread::spawn(move || {
+            // The first run makes the filter, off this thread too (32 MiB to zero).
+            let bloom = if bloom.is_empty() {
+                (0..BLOOM_BYTES / 8).map(|_| AtomicU64::new(0)).collect()
+            } else {
+                bloom
+            };
+            write_run(&handed, &bloom, at).map(|run| (run, bloom))
+        });
+        self.spilling = Some(Spilling { map, path, thread });
         Ok(())
     }
 }
 
+/// Writes the ids of `map`, sorted, to a new run file at `path`, and sets their bits in the
+/// filter `bloom` (which the calling thread may be reading: until the run is taken, the ids'
+/// own map answers for them).
+fn write_run(map: &Map, bloom: &[AtomicU64], path: PathBuf) -> Result<Run> {
+    let mut entries: Vec<(u128, u32)> = map.iter().map(|(&id, &owner)| (id, owner)).collect();
+    entries.sort_unstable_by_key(|e| e.0);
+    let blocks = bloom.len() / BLOCK_WORDS;
+    let file = File::options()
+        .read(true)
+        .write(true)
+        .create_new(true)
+        .open(&path)
+        .map_err(|e| Error::io(&path, e))?;
+    let mut out = BufWriter::with_capacity(1 << 16, file);
+    let mut fence = Vec::with_capacity(entries.len() / FENCE + 1);
+    for (i, &(id, owner)) in entries.iter().enumerate() {
+        if i % FENCE == 0 {
+            fence.push(id);
+        }
+        let (block, bits) = IdIndex::bloom_bits(id, blocks);
+        let words = &bloom[block * BLOCK_WORDS..][..BLOCK_WORDS];
+        for b in bits {
+            words[(b / 64) as usize].fetch_or(1 << (b % 64), Ordering::Relaxed);
+        }
+        out.write_all(&id.to_le_bytes())
+            .and_then(|()| out.write_all(&owner.to_le_bytes()))
+            .map_err(|e| Error::io(&path, e))?;
+    }
+    let file = out.into_inner().map_err(|e| Error::io(&path, e.into_error()))?;
+    Ok(Run { file, path, len: entries.len(), fence, reads: 0, loaded: None })
+}
+
 impl Drop for IdIndex {
     fn drop(&mut self) {
+        if let Some(spilling) = &self.spilling {
+            let path = spilling.path.clone();
+            if self.settle().is_err() {
+                let _ = std::fs::remove_file(path);
+            }
+        }
         for run in self.runs.drain(..) {
             let _ = std::fs::remove_file(&run.path);
         }
@@ -354,6 +434,9 @@ mod tests {
         for n in [0, IN_MEMORY as u64 + 5, total - 1] {
             assert_eq!(index.claim(id(n), 1).unwrap(), Claim::Given, "id {n}");
         }
+        // (The last spill may still be writing its run: its ids were found in its map.)
+        index.settle().unwrap();
+        assert!(index.spilling.is_none());
         // A file imported again: its ids are known. The runs are read a block per id until
         // they have been read often enough, then held in memory.
         let reads = index.run_reads();
@@ -374,6 +457,25 @@ mod tests {
         assert_eq!(files, 2);
         drop(index);
         assert!(!spill.exists(), "run files are removed with the index");
+    }
+
+    #[test]
+    fn ids_being_spilled_are_found_while_their_run_is_written() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut index = IdIndex::spilling(dir.path().join("spill"), 1000);
+        // Spills every thousand ids; each id is looked up right after, whichever of the map,
+        // the map being spilled or a run holds it then.
+        for n in 0..20_000u64 {
+            assert_eq!(index.claim(id(n), 1).unwrap(), Claim::New, "id {n}");
+            let back = n.saturating_sub(999);
+            assert_eq!(index.claim(id(back), 1).unwrap(), Claim::Given, "id {back} at {n}");
+        }
+        for n in (0..20_000u64).step_by(7) {
+            assert_eq!(index.claim(id(n), 2).unwrap(), Claim::Known, "id {n}");
+            assert_eq!(index.claim(id(n), 2).unwrap(), Claim::Given, "id {n}, again");
+        }
+        index.settle().unwrap();
+        assert_eq!(index.sizes().1, index.runs.len());
     }
 
     #[test]

@@ -6,8 +6,10 @@
 //! finance tool that keeps its own storage.
 //!
 //! Reading streams, as a pipeline over bounded batches of records:
-//! - a reader thread splits the file into CSV records (hashing its bytes on the way), skips
-//!   blank rows, keeps footers as control totals and decides the encoding, in file order;
+//! - a reader thread reads the file (a large one past the page cache, see `source::BillFile`),
+//!   splits it into CSV records (`split`: the commas of a line without quotes found with
+//!   `memchr`, quoted records read by `csv-core`), hashes its bytes on the way, skips blank
+//!   rows, keeps footers as control totals and decides the encoding, in file order;
 //! - parsing threads (as many as the machine has cores, at most four; one when the profile's
 //!   rows depend on each other) turn batches of records into charges and their id seeds;
 //! - the calling thread takes the batches back in file order, gives ids (the occurrence of
