@@ -30,7 +30,7 @@
 
 use std::collections::HashMap;
 use std::fs::File;
-use std::io::{BufWriter, Write};
+use std::io::Write;
 #[cfg(not(unix))]
 use std::io::{Read, Seek, SeekFrom};
 use std::path::PathBuf;
@@ -367,13 +367,8 @@ fn write_run(map: &Map, bloom: &[AtomicU64], path: PathBuf) -> Result<Run> {
     let mut entries: Vec<(u128, u32)> = map.iter().map(|(&id, &owner)| (id, owner)).collect();
     entries.sort_unstable_by_key(|e| e.0);
     let blocks = bloom.len() / BLOCK_WORDS;
-    let file = File::options()
-        .read(true)
-        .write(true)
-        .create_new(true)
-        .open(&path)
-        .map_err(|e| Error::io(&path, e))?;
-    let mut out = BufWriter::with_capacity(1 << 16, file);
+    // Past the page cache (see `crate::direct`): a fresh import never reads its runs.
+    let mut out = crate::direct::Writer::create_new(&path).map_err(|e| Error::io(&path, e))?;
     let mut fence = Vec::with_capacity(entries.len() / FENCE + 1);
     for (i, &(id, owner)) in entries.iter().enumerate() {
         if i % FENCE == 0 {
@@ -388,7 +383,9 @@ fn write_run(map: &Map, bloom: &[AtomicU64], path: PathBuf) -> Result<Run> {
             .and_then(|()| out.write_all(&owner.to_le_bytes()))
             .map_err(|e| Error::io(&path, e))?;
     }
-    let file = out.into_inner().map_err(|e| Error::io(&path, e.into_error()))?;
+    out.finish().map_err(|e| Error::io(&path, e))?;
+    // Read back a block at a time, which a file opened past the page cache would refuse.
+    let file = File::open(&path).map_err(|e| Error::io(&path, e))?;
     Ok(Run { file, path, len: entries.len(), fence, reads: 0, loaded: None })
 }
 

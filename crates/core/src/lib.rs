@@ -25,6 +25,7 @@
 
 mod charge;
 pub mod config;
+mod direct;
 mod error;
 pub mod ids;
 pub mod import;

@@ -362,15 +362,11 @@ fn open(path: &Path) -> Result<File> {
 /// Files smaller than this are read through the page cache; see [`BillFile`].
 const DIRECT_FROM_BYTES: u64 = 64 << 20;
 
-/// A bill file, read past the page cache (`O_DIRECT`, on Linux) when it is large.
-///
-/// Import reads a file once, from start to end. Through the page cache, the kernel copies
-/// every byte into the reader's buffer: on a cached 1 GB export that copy was a tenth of the
-/// import's CPU time, on machines with two cores. Read past the cache, the disk puts the bytes
-/// in the buffer without the CPU, while the other threads parse. Where the system refuses
-/// (another system, a file system without `O_DIRECT` such as tmpfs), or a read comes back
-/// short of a whole block before the end, reading goes on through the page cache from where it
-/// was. The cost: a large file that sits in the page cache is read from the disk again.
+/// A bill file, read past the page cache (`O_DIRECT`, on Linux) when it is large: see
+/// `crate::direct`. The reader's buffer and its reads keep to whole, aligned blocks
+/// (`split::Splitter`); where the system refuses, or a read comes back short of a whole block
+/// before the end, reading goes on through the page cache from where it was. A large file
+/// that sits in the page cache is read from the disk again (1.6 GB/s on the test machines).
 struct BillFile {
     file: File,
     path: PathBuf,

@@ -14,7 +14,9 @@
 //! byte-at-a-time state machine.
 
 use std::io::{self, Read};
-use std::ops::{Deref, DerefMut, Range};
+use std::ops::Range;
+
+use crate::direct::{ALIGN, Aligned};
 
 use csv_core::ReadRecordResult;
 
@@ -99,47 +101,6 @@ pub(crate) const READ_BYTES: usize = 64 * 1024;
 /// Bytes asked per read of a file read past the page cache (see `source::BillFile`): large,
 /// as each read is one request to the disk.
 pub(crate) const DIRECT_READ_BYTES: usize = 1 << 20;
-
-/// The alignment, in memory and in the file, of a read past the page cache.
-const ALIGN: usize = 4096;
-
-/// Bytes whose first one sits at a multiple of [`ALIGN`] in memory, where a read past the
-/// page cache may land.
-struct Aligned {
-    raw: Vec<u8>,
-    start: usize,
-    len: usize,
-}
-
-impl Aligned {
-    fn new(len: usize) -> Self {
-        let raw = vec![0; len + ALIGN];
-        // Should `align_offset` decline (it may), the buffer is merely unaligned: a direct
-        // read then fails and the file is read through the page cache.
-        let start = raw.as_ptr().align_offset(ALIGN).min(ALIGN);
-        Aligned { raw, start, len }
-    }
-
-    /// A buffer of `len` bytes that begins with this one's bytes.
-    fn grown(&self, len: usize) -> Self {
-        let mut grown = Aligned::new(len.max(self.len));
-        grown[..self.len].copy_from_slice(self);
-        grown
-    }
-}
-
-impl Deref for Aligned {
-    type Target = [u8];
-    fn deref(&self) -> &[u8] {
-        &self.raw[self.start..self.start + self.len]
-    }
-}
-
-impl DerefMut for Aligned {
-    fn deref_mut(&mut self) -> &mut [u8] {
-        &mut self.raw[self.start..self.start + self.len]
-    }
-}
 
 /// Reads [`Record`]s from a byte stream.
 pub(crate) struct Splitter<R> {

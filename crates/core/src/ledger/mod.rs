@@ -22,14 +22,15 @@
 //!   earlier in the same batch, is a duplicate.
 //! - Charges are buffered per partition and flushed as Parquet part files every
 //!   [`FLUSH_ROWS`] rows, written by a second thread while parsing goes on. Memory is bounded
-//!   whatever the size of the input: the id index (about 35 MB of ids, a 32 MiB filter once
-//!   it spills), three buffers of [`FLUSH_ROWS`] charges and the import pipeline's batches
-//!   (measured with the CLI, whose allocator keeps freed memory: 177–183 MB peak for a 100 MB
-//!   FOCUS export, 265–295 MB for 1 GB, 277 MB for 3 GB).
-//! - Part files are written by the `part` module, which chooses each column's encoding from what the
-//!   ledger knows of it, and compressed with LZ4 (the `LZ4_RAW` codec; DuckDB, polars and
-//!   Spark read it). zstd made them half the size but cost a tenth of an import's CPU time: the ledger
-//!   of a 1 GB FOCUS export is 208 MB with LZ4, 108 MB with zstd.
+//!   whatever the size of the input: the id index (two maps of about 35 MB, a 32 MiB filter
+//!   once it spills), three buffers of [`FLUSH_ROWS`] charges and the import pipeline's
+//!   batches (measured with the CLI, whose allocator keeps freed memory: 175–190 MB peak for a 100 MB FOCUS export, 280–335 MB for 1 GB, 315–335 MB
+//!   for 3 GB).
+//! - Part files are written by the `part` module, which chooses each column's encoding from
+//!   what the ledger knows of it, past the page cache (`crate::direct`), and compressed with
+//!   LZ4 (the `LZ4_RAW` codec; DuckDB, polars and Spark read it), but for the ids, which LZ4
+//!   cannot shrink. zstd made the files half the size but cost a tenth of an import's CPU
+//!   time: the ledger of a 1 GB FOCUS export is 211 MB so, 108 MB with zstd.
 //! - The partition month is the charge's billing period.
 //! - Part files are written under `tmp/<batch>/` and moved into their partitions only at
 //!   commit, just before the manifest is replaced: a program that reads
@@ -475,14 +476,14 @@ impl ParquetThread {
     }
 }
 
-/// Writes one part file and syncs it to disk.
+/// Writes one part file, past the page cache (see `crate::direct`), and syncs it to disk.
 fn write_part(path: &Path, frame: &mut DataFrame) -> Result<()> {
     let parquet_error = |source| Error::from(ErrorKind::Parquet { path: path.to_owned(), source });
-    // Buffered: the writer makes a system call per Thrift field of every page header
-    // otherwise (tens of thousands of one-byte writes per part file).
-    let mut file = std::io::BufWriter::with_capacity(1 << 20, io(path, File::create(path))?);
+    // Gathered in large writes: the Parquet writer makes a call per Thrift field of every
+    // page header (tens of thousands of one-byte writes per part file).
+    let mut file = io(path, crate::direct::Writer::create_new(path))?;
     part::write(&mut file, frame).map_err(parquet_error)?;
-    let file = file.into_inner().map_err(|e| Error::io(path, e.into_error()))?;
+    let file = io(path, file.finish())?;
     io(path, file.sync_all())
 }
 
