@@ -4,16 +4,16 @@
 //! once. Through the page cache the kernel copies every byte between its pages and the
 //! program's buffer: on the 2-core machines that copy was the largest single cost of a 1 GB
 //! import. Past the cache, the disk moves the bytes itself. Such reads and writes need
-//! buffers at a multiple of [`ALIGN`] in memory, and offsets and lengths in whole blocks; the
-//! reader (`import::source::BillFile`) and [`Writer`] keep to that, and go on through the page
-//! cache where the system refuses (another system, a file system without `O_DIRECT` such as
-//! tmpfs) or a transfer comes back short.
+//! buffers at a multiple of [`ALIGN`] in memory, and offsets and lengths in whole blocks;
+//! [`Reader`] (with the buffer of `import::split::Splitter`) and [`Writer`] keep to that, and
+//! go on through the page cache where the system refuses (another system, a file system
+//! without `O_DIRECT` such as tmpfs) or a transfer comes back short.
 //!
 //! The cost: what was written is not left in the page cache, so the next command reads the
 //! ledger from the disk.
 
 use std::fs::{File, OpenOptions};
-use std::io::{self, Seek, Write};
+use std::io::{self, Read, Seek, Write};
 use std::ops::{Deref, DerefMut};
 use std::path::{Path, PathBuf};
 
@@ -58,8 +58,59 @@ impl DerefMut for Aligned {
     }
 }
 
-/// Bytes a [`Writer`] gathers before it writes them.
-const WRITE_BYTES: usize = 1 << 20;
+/// Bytes moved per read or write past the page cache: large, as each is one request to the
+/// disk.
+pub(crate) const TRANSFER_BYTES: usize = 1 << 20;
+
+/// A file read from start to end, past the page cache when it has `threshold` bytes or more.
+/// The caller reads whole, aligned blocks into an aligned buffer.
+pub(crate) struct Reader {
+    file: File,
+    path: PathBuf,
+    /// Bytes read so far.
+    offset: u64,
+    direct: bool,
+}
+
+impl Reader {
+    pub(crate) fn open(path: &Path, threshold: u64) -> io::Result<Self> {
+        let reader = |file, direct| Reader { file, path: path.to_owned(), offset: 0, direct };
+        #[cfg(target_os = "linux")]
+        if std::fs::metadata(path)?.len() >= threshold {
+            use std::os::unix::fs::OpenOptionsExt;
+            let direct = OpenOptions::new().read(true).custom_flags(libc::O_DIRECT).open(path);
+            if let Ok(file) = direct {
+                return Ok(reader(file, true));
+            }
+        }
+        let _ = threshold;
+        Ok(reader(File::open(path)?, false))
+    }
+
+    /// Whether reads go past the page cache (so far).
+    pub(crate) fn is_direct(&self) -> bool {
+        self.direct
+    }
+}
+
+impl Read for Reader {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        match self.file.read(buf) {
+            Ok(n) => {
+                self.offset += n as u64;
+                Ok(n)
+            }
+            Err(e) if self.direct && e.kind() == io::ErrorKind::InvalidInput => {
+                // A buffer or an offset out of alignment, or no direct reads here.
+                let mut file = File::open(&self.path)?;
+                file.seek(io::SeekFrom::Start(self.offset))?;
+                (self.file, self.direct) = (file, false);
+                self.read(buf)
+            }
+            Err(e) => Err(e),
+        }
+    }
+}
 
 /// A new file, written past the page cache in whole blocks; the last, partial block goes
 /// through the page cache. Buffered: small writes are gathered. Call [`Writer::finish`].
@@ -82,7 +133,7 @@ impl Writer {
         let buffered = |file| Writer {
             file,
             path: path.to_owned(),
-            buf: Aligned::new(WRITE_BYTES),
+            buf: Aligned::new(TRANSFER_BYTES),
             len: 0,
             written: 0,
             direct: false,
@@ -172,7 +223,7 @@ mod tests {
     fn a_file_written_past_the_cache_holds_every_byte_in_order() {
         let dir = tempfile::tempdir().unwrap();
         // Sizes around the block and the buffer, written in pieces of every size.
-        for size in [0, 1, ALIGN - 1, ALIGN, ALIGN + 1, WRITE_BYTES, 3 * WRITE_BYTES + 4097] {
+        for size in [0, 1, ALIGN - 1, ALIGN, ALIGN + 1, TRANSFER_BYTES, 3 * TRANSFER_BYTES + 4097] {
             let path = dir.path().join(format!("f{size}"));
             let want: Vec<u8> = (0..size).map(|i| (i * 7 + i / 251) as u8).collect();
             let mut writer = Writer::create_new(&path).unwrap();
@@ -197,11 +248,11 @@ mod tests {
         let path = dir.path().join("f");
         let mut writer = Writer::create_new(&path).unwrap();
         // A buffer one byte off alignment: a direct write of it is refused.
-        let mut off = Aligned::new(WRITE_BYTES + 1);
+        let mut off = Aligned::new(TRANSFER_BYTES + 1);
         off.start += 1;
-        off.len = WRITE_BYTES;
+        off.len = TRANSFER_BYTES;
         writer.buf = off;
-        let want: Vec<u8> = (0..2 * WRITE_BYTES + 100).map(|i| (i % 253) as u8).collect();
+        let want: Vec<u8> = (0..2 * TRANSFER_BYTES + 100).map(|i| (i % 253) as u8).collect();
         writer.write_all(&want).unwrap();
         assert!(!writer.direct, "writing went on through the page cache");
         writer.finish().unwrap();

@@ -6,7 +6,7 @@
 //! finance tool that keeps its own storage.
 //!
 //! Reading streams, as a pipeline over bounded batches of records:
-//! - a reader thread reads the file (a large one past the page cache, see `source::BillFile`),
+//! - a reader thread reads the file (a large one past the page cache, see `crate::direct`),
 //!   splits it into CSV records (`split`: the commas of a line without quotes found with
 //!   `memchr`, quoted records read by `csv-core`), hashes its bytes on the way, skips blank
 //!   rows, keeps footers as control totals and decides the encoding, in file order;

@@ -98,10 +98,6 @@ impl Record {
 /// ones (`dd bs=64k` against `cat`).
 pub(crate) const READ_BYTES: usize = 64 * 1024;
 
-/// Bytes asked per read of a file read past the page cache (see `source::BillFile`): large,
-/// as each read is one request to the disk.
-pub(crate) const DIRECT_READ_BYTES: usize = 1 << 20;
-
 /// Reads [`Record`]s from a byte stream.
 pub(crate) struct Splitter<R> {
     inner: R,
@@ -126,8 +122,8 @@ pub(crate) struct Splitter<R> {
 }
 
 impl<R: Read> Splitter<R> {
-    /// A splitter reading `read` bytes at a time: [`DIRECT_READ_BYTES`] for a file read
-    /// past the page cache (the tests make it small).
+    /// A splitter reading `read` bytes at a time: `crate::direct::TRANSFER_BYTES` for a file
+    /// read past the page cache (the tests make it small).
     pub(crate) fn with_read_size(inner: R, read: usize) -> Self {
         Splitter {
             inner,

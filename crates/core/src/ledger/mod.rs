@@ -24,8 +24,8 @@
 //!   [`FLUSH_ROWS`] rows, written by a second thread while parsing goes on. Memory is bounded
 //!   whatever the size of the input: the id index (two maps of about 35 MB, a 32 MiB filter
 //!   once it spills), three buffers of [`FLUSH_ROWS`] charges and the import pipeline's
-//!   batches (measured with the CLI, whose allocator keeps freed memory: 175–190 MB peak for a 100 MB FOCUS export, 280–335 MB for 1 GB, 315–335 MB
-//!   for 3 GB).
+//!   batches (measured with the CLI, whose allocator keeps freed memory: 172–202 MB peak for
+//!   a 100 MB FOCUS export, 298–335 MB for 1 GB, 314–316 MB for 3 GB).
 //! - Part files are written by the `part` module, which chooses each column's encoding from
 //!   what the ledger knows of it, past the page cache (`crate::direct`), and compressed with
 //!   LZ4 (the `LZ4_RAW` codec; DuckDB, polars and Spark read it), but for the ids, which LZ4
