@@ -413,6 +413,16 @@ mod tests {
     }
 
     #[test]
+    fn records_longer_than_the_buffer_grow_it() {
+        let long = "x".repeat(20_000);
+        let text = format!("a,{long}\n\"{long}\n{long}\",b\r\nc,d");
+        for read in [7, 4096, READ_BYTES] {
+            assert_eq!(by_splitter(text.as_bytes(), read), by_csv(text.as_bytes()), "read {read}");
+        }
+        assert_eq!(by_csv(text.as_bytes())[1][0].len(), 40_001);
+    }
+
+    #[test]
     fn a_record_gives_its_fields_by_index_and_as_one_slice() {
         let mut splitter = Splitter::with_read_size(&b"id,\"a,b\",\nx"[..], READ_BYTES);
         let mut record = Record::new();
