@@ -102,9 +102,7 @@ impl Read for Reader {
             }
             Err(e) if self.direct && e.kind() == io::ErrorKind::InvalidInput => {
                 // A buffer or an offset out of alignment, or no direct reads here.
-                let mut file = File::open(&self.path)?;
-                file.seek(io::SeekFrom::Start(self.offset))?;
-                (self.file, self.direct) = (file, false);
+                (self.file, self.direct) = (through_cache(&self.path, self.offset, false)?, false);
                 self.read(buf)
             }
             Err(e) => Err(e),
@@ -190,12 +188,18 @@ impl Writer {
     /// Goes on writing through the page cache, from where writing got.
     fn through_cache(&mut self) -> io::Result<()> {
         if self.direct {
-            let mut file = OpenOptions::new().read(true).write(true).open(&self.path)?;
-            file.seek(io::SeekFrom::Start(self.written))?;
-            (self.file, self.direct) = (file, false);
+            (self.file, self.direct) = (through_cache(&self.path, self.written, true)?, false);
         }
         Ok(())
     }
+}
+
+/// The file at `path` opened again through the page cache (for writing too when `write`: a
+/// bill may be read-only), at `offset`.
+fn through_cache(path: &Path, offset: u64, write: bool) -> io::Result<File> {
+    let mut file = OpenOptions::new().read(true).write(write).open(path)?;
+    file.seek(io::SeekFrom::Start(offset))?;
+    Ok(file)
 }
 
 impl Write for Writer {

@@ -40,3 +40,15 @@ pub use charge::{Category, Charge, ChargeId, Kind, MAX_SCALE, Origin, Pricing, Y
 pub use error::{Error, ErrorKind, Location, MAX_LISTED_ROW_ERRORS, NearMiss, Result, RowError};
 pub use import::{Bill, FileReport, parse_bill, read_bill};
 pub use parse::{parse_amount, parse_time};
+
+/// Numbers for generated test inputs: xorshift64 from `seed` (not zero), the same sequence on
+/// every run.
+#[cfg(test)]
+pub(crate) fn xorshift(mut seed: u64) -> impl FnMut() -> u64 {
+    move || {
+        seed ^= seed << 13;
+        seed ^= seed >> 7;
+        seed ^= seed << 17;
+        seed
+    }
+}

@@ -284,17 +284,11 @@ mod tests {
 
     #[test]
     fn the_quick_path_gives_the_general_parsers_value_bit_for_bit() {
-        let mut seed = 0x2545_f491_4f6c_dd1du64;
-        let mut next = move || {
-            seed ^= seed << 13;
-            seed ^= seed >> 7;
-            seed ^= seed << 17;
-            seed
-        };
+        let mut next = crate::xorshift(0x2545_f491_4f6c_dd1d);
         let mut quick = 0;
         for _ in 0..20_000 {
             let mut text = String::new();
-            if next() % 3 == 0 {
+            if next().is_multiple_of(3) {
                 text.push('-');
             }
             for _ in 0..(next() % 22) {

@@ -546,19 +546,16 @@ impl Tally {
             _ => None,
         });
         sink.ids().0.warm(first_ids);
-        // Spend per currency of the batch, and the last month seen: added up once a batch.
-        let mut spend: Vec<Option<Decimal>> = vec![None; slot.currencies.len()];
-        // The same for the new charges, by currency and category.
+        // Spend of the batch by currency, category and whether the charge is new, and the last
+        // month seen: added up once a batch. The file's totals take every charge of a
+        // currency, the sink's only the new ones.
         let categories = Category::ALL.len();
-        let mut new_spend = vec![(Decimal::ZERO, 0u64); slot.currencies.len() * categories];
+        let mut spend = vec![(Decimal::ZERO, 0u64); slot.currencies.len() * categories * 2];
         let mut month = None;
         for outcome in slot.outcomes.drain(..) {
             match outcome {
                 Outcome::Charge(seed, row, parsed) => {
                     let currency = row.currency as usize;
-                    if row.spend {
-                        *spend[currency].get_or_insert(Decimal::ZERO) += row.billed_cost;
-                    }
                     if month != Some(row.billing_period) {
                         month = Some(row.billing_period);
                         self.months.insert(row.billing_period);
@@ -566,8 +563,9 @@ impl Tally {
                     let facts =
                         Facts { platform: self.platform, billing_period: row.billing_period };
                     let new = self.charge(seed, facts, parsed, sink)?;
-                    if new && row.spend {
-                        let group = &mut new_spend[currency * categories + row.category as usize];
+                    if row.spend {
+                        let group = (currency * categories + row.category as usize) * 2;
+                        let group = &mut spend[group + usize::from(new)];
                         group.0 += row.billed_cost;
                         group.1 += 1;
                     }
@@ -579,15 +577,18 @@ impl Tally {
                 Outcome::Nothing => {}
             }
         }
-        for (at, (billed, charges)) in new_spend.into_iter().enumerate() {
-            if charges > 0 {
-                let (platform, category) = (self.platform, Category::ALL[at % categories]);
-                let currency = &slot.currencies[at / categories];
-                sink.spent(Spend { platform, category, currency, billed, charges });
+        for (currency, groups) in slot.currencies.iter().zip(spend.chunks(categories * 2)) {
+            for (&category, known_new) in Category::ALL.iter().zip(groups.chunks(2)) {
+                let (billed, charges) = known_new[1];
+                if charges > 0 {
+                    let platform = self.platform;
+                    sink.spent(Spend { platform, category, currency, billed, charges });
+                }
             }
-        }
-        for (currency, amount) in slot.currencies.iter().zip(spend) {
-            let Some(amount) = amount else { continue };
+            if groups.iter().all(|g| g.1 == 0) {
+                continue;
+            }
+            let amount: Decimal = groups.iter().map(|g| g.0).sum();
             match self.totals.get_mut(currency.as_str()) {
                 Some(total) => *total += amount,
                 None => {

@@ -390,13 +390,7 @@ mod tests {
             b" ",
             b"x\"y",
         ];
-        let mut state = 0x9e37_79b9_7f4a_7c15_u64;
-        let mut next = move || {
-            state ^= state << 13;
-            state ^= state >> 7;
-            state ^= state << 17;
-            state
-        };
+        let mut next = crate::xorshift(0x9e37_79b9_7f4a_7c15);
         for _ in 0..3000 {
             let mut text = Vec::new();
             for _ in 0..next() % 40 {
