@@ -16,6 +16,7 @@ mod formats;
 mod reconcile;
 #[cfg(feature = "store")]
 mod store;
+mod trust;
 mod waste;
 
 pub fn fixture(rel: &str) -> PathBuf {

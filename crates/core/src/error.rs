@@ -95,6 +95,29 @@ pub enum ErrorKind {
         /// Byte offset of the field in the file.
         offset: u64,
     },
+    /// A spreadsheet could not be read as a workbook.
+    #[error("{}: {message}", .path.display())]
+    Spreadsheet {
+        /// The file.
+        path: PathBuf,
+        /// What is wrong with it, in plain words, with the reader's cause.
+        message: String,
+    },
+    /// The file cannot be split into rows at some place (an unclosed quote, a row of
+    /// megabytes): nothing of it is read.
+    #[error("{location}: {message}")]
+    Malformed {
+        /// Where the offending row starts, and its column.
+        location: Location,
+        /// What is wrong.
+        message: String,
+    },
+    /// A sum or product of money does not fit exactly in 28 significant digits.
+    #[error("{what}: the exact result does not fit in 28 significant digits")]
+    Overflow {
+        /// What was being computed.
+        what: String,
+    },
     /// The file holds no rows at all.
     #[error("{}: the file is empty", .path.display())]
     Empty {

@@ -39,7 +39,9 @@ pub mod waste;
 pub use charge::{Category, Charge, ChargeId, Kind, MAX_SCALE, Origin, Pricing, YearMonth};
 pub use error::{Error, ErrorKind, Location, MAX_LISTED_ROW_ERRORS, NearMiss, Result, RowError};
 pub use import::{Bill, FileReport, parse_bill, read_bill};
-pub use parse::{parse_amount, parse_time};
+pub use parse::{
+    DecimalSeparator, MAX_AMOUNT, NumberFormat, parse_amount, parse_amount_with, parse_time,
+};
 
 /// Numbers for generated test inputs: xorshift64 from `seed` (not zero), the same sequence on
 /// every run.

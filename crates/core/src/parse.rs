@@ -13,11 +13,62 @@ use rust_decimal::Decimal;
 
 use crate::charge::MAX_SCALE;
 
-/// Parses a money or quantity cell.
+/// The largest magnitude an amount may have: 10^15 (a quadrillion in any currency), with at
+/// most [`MAX_SCALE`] decimals.
+///
+/// Why this bound: a bill's figures then have at most 27 significant digits, so one figure,
+/// and the product of a unit price and a quantity, always fit `Decimal`'s 28 digits, and the
+/// ledger's `DECIMAL(38, 12)` holds any sum of up to 10^11 of them exactly. `Decimal` itself
+/// holds a sum exactly as long as it has at most 28 significant digits (at the 2 decimals
+/// bills print, totals up to 7.9 × 10^26; at 12 decimals, 7.9 × 10^16); every sum the tool
+/// makes is checked ([`crate::money`]), and one that would not fit is an error naming what was
+/// being added, never a rounded total.
+pub const MAX_AMOUNT: Decimal = Decimal::from_parts(2_764_472_320, 232_830, 0, false, 0);
+
+/// The character a bill writes between the whole and the fractional part of a number.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub enum DecimalSeparator {
+    /// `1,234.56`: a point; a comma may separate groups of three digits.
+    #[default]
+    #[serde(rename = ".")]
+    Point,
+    /// `1.234,56`: a comma; a point (or a space) may separate groups of three digits.
+    #[serde(rename = ",")]
+    Comma,
+}
+
+/// How a bill writes numbers: its decimal separator, and whether digits may be grouped.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct NumberFormat {
+    /// The decimal separator.
+    pub decimal: DecimalSeparator,
+    /// Whether groups of three digits may be separated (`1,234.56`). Machine exports (FOCUS,
+    /// AWS CUR) never group digits: for them `3,673` is refused, not read as 3673.
+    pub grouping: bool,
+}
+
+impl Default for NumberFormat {
+    fn default() -> Self {
+        NumberFormat { decimal: DecimalSeparator::Point, grouping: true }
+    }
+}
+
+impl From<DecimalSeparator> for NumberFormat {
+    fn from(decimal: DecimalSeparator) -> Self {
+        NumberFormat { decimal, grouping: true }
+    }
+}
+
+/// Parses a money or quantity cell written with a decimal point.
 ///
 /// Accepts `1234.56`, `¥1,234.56`, `￥ 12.30 元`, `$5`, `-12.30`, `(12.30)` (negative),
 /// `+3`, `1.5E-4`. Returns `Ok(None)` for a cell meaning "no value": empty, `-`, `--`,
 /// `NULL`, `null`, `N/A`.
+///
+/// A comma is a thousands separator only between groups of exactly three digits before the
+/// point (`1,234.56`, `12,345`): `12,50` or `1.234,56` is refused rather than guessed (read
+/// such bills with a profile whose `decimal_separator` is `","`). Amounts of [`MAX_AMOUNT`]
+/// or more, and amounts with more than [`MAX_SCALE`] decimals, are refused.
 ///
 /// ```
 /// use gpuaudit_core::parse_amount;
@@ -26,48 +77,112 @@ use crate::charge::MAX_SCALE;
 /// assert_eq!(parse_amount("(1.20)"), Ok(Some(Decimal::new(-120, 2))));
 /// assert_eq!(parse_amount("NULL"), Ok(None));
 /// assert!(parse_amount("12,3x").is_err());
+/// assert!(parse_amount("12,50").unwrap_err().contains("a decimal comma?"));
 /// ```
 pub fn parse_amount(text: &str) -> Result<Option<Decimal>, String> {
-    match plain_amount(text) {
-        Some(value) => Ok(Some(value)),
-        None => any_amount(text),
-    }
+    parse_amount_with(text, NumberFormat::default())
 }
 
-/// [`parse_amount`] for every form it accepts.
-fn any_amount(text: &str) -> Result<Option<Decimal>, String> {
+/// [`parse_amount`] for bills that write numbers in `format`.
+///
+/// ```
+/// use gpuaudit_core::{DecimalSeparator, NumberFormat, parse_amount_with};
+/// use rust_decimal::Decimal;
+/// let comma = NumberFormat::from(DecimalSeparator::Comma);
+/// assert_eq!(parse_amount_with("12,50", comma), Ok(Some(Decimal::new(1250, 2))));
+/// assert_eq!(parse_amount_with("1.234,56", comma), Ok(Some(Decimal::new(123456, 2))));
+/// assert!(parse_amount_with("1.5", comma).is_err());
+/// ```
+pub fn parse_amount_with(text: &str, format: NumberFormat) -> Result<Option<Decimal>, String> {
+    if format.decimal == DecimalSeparator::Point
+        && let Some(value) = plain_amount(text)
+    {
+        return Ok(Some(value));
+    }
+    any_amount(text, format)
+}
+
+/// Whether a character is a currency sign or word an amount may carry.
+fn is_currency(c: char) -> bool {
+    matches!(c, '¥' | '￥' | '元' | '$' | '€' | '£')
+}
+
+/// Whether a character is a space that may separate groups of digits.
+fn is_space(c: char) -> bool {
+    matches!(c, ' ' | '\u{a0}' | '\u{202f}' | '\u{3000}')
+}
+
+/// [`parse_amount_with`] for every form it accepts.
+fn any_amount(text: &str, format: NumberFormat) -> Result<Option<Decimal>, String> {
+    let separator = format.decimal;
     let t = text.trim();
     if matches!(t, "" | "-" | "--" | "—" | "NULL" | "null" | "Null" | "N/A" | "n/a") {
         return Ok(None);
     }
     let not_amount = || format!("{text:?} is not an amount");
+    // A text refused with a decimal point that reads with a decimal comma says so.
+    let comma_hint = || {
+        if separator == DecimalSeparator::Point
+            && any_amount(text, DecimalSeparator::Comma.into()).is_ok()
+        {
+            format!("{text:?} is not an amount (a decimal comma?)")
+        } else {
+            not_amount()
+        }
+    };
     let (negative_parens, inner) = match t.strip_prefix('(').and_then(|s| s.strip_suffix(')')) {
         Some(inner) => (true, inner),
         None => (false, t),
     };
-    let mut clean = String::with_capacity(inner.len());
-    for c in inner.chars() {
-        match c {
-            '¥' | '￥' | '元' | '$' | ',' | ' ' | '\u{a0}' | '\u{3000}' => {}
-            _ => clean.push(c),
+    // Currency signs and the spaces next to them go; what is left is a sign and a number.
+    let inner = inner.trim_matches(|c| is_currency(c) || is_space(c));
+    let (sign, number) = match inner.as_bytes().first() {
+        Some(b'-') => ("-", &inner[1..]),
+        Some(b'+') => ("", &inner[1..]),
+        _ => ("", inner),
+    };
+    let number = number.trim_start_matches(|c| is_currency(c) || is_space(c));
+    let (point, group) = match separator {
+        DecimalSeparator::Point => ('.', ','),
+        DecimalSeparator::Comma => (',', '.'),
+    };
+    let (whole, fraction) = match number.split_once(point) {
+        Some((w, f)) => (w, Some(f)),
+        None => (number, None),
+    };
+    let grouped = whole.contains(|c| c == group || is_space(c));
+    let mut clean = String::with_capacity(number.len() + 1);
+    clean.push_str(sign);
+    if grouped {
+        if !format.grouping || !three_digit_groups(whole, group) {
+            return Err(comma_hint());
         }
+        clean.extend(whole.chars().filter(char::is_ascii_digit));
+    } else {
+        clean.push_str(whole);
     }
-    if clean.is_empty() {
-        return Err(not_amount());
+    if let Some(fraction) = fraction {
+        if fraction.contains(|c| c == group || c == point || is_space(c)) {
+            return Err(comma_hint());
+        }
+        clean.push('.');
+        clean.push_str(fraction);
     }
-    let unsigned = clean.strip_prefix('+').unwrap_or(&clean);
-    let body = unsigned.strip_prefix('-').unwrap_or(unsigned);
-    let well_formed = body.bytes().next().is_some_and(|b| b.is_ascii_digit() || b == b'.')
-        && body
+    let unsigned = clean.strip_prefix('-').unwrap_or(&clean);
+    let well_formed = unsigned.bytes().next().is_some_and(|b| b.is_ascii_digit() || b == b'.')
+        && unsigned
             .bytes()
             .all(|b| b.is_ascii_digit() || matches!(b, b'.' | b'e' | b'E' | b'-' | b'+'));
     if !well_formed {
-        return Err(not_amount());
+        return Err(comma_hint());
     }
-    let value = if unsigned.contains(['e', 'E']) {
-        Decimal::from_scientific(unsigned)
+    let value = if clean.contains(['e', 'E']) {
+        if grouped {
+            return Err(not_amount());
+        }
+        Decimal::from_scientific(&clean)
     } else {
-        unsigned.parse::<Decimal>()
+        clean.parse::<Decimal>()
     }
     .map_err(|_| not_amount())?;
     let value = if negative_parens {
@@ -78,14 +193,35 @@ fn any_amount(text: &str) -> Result<Option<Decimal>, String> {
     } else {
         value
     };
-    // The ledger stores DECIMAL(38, 12): 26 digits before the point at most.
-    if value.abs() >= Decimal::from_i128_with_scale(10i128.pow(26), 0) {
-        return Err(format!("{text:?} is too large an amount"));
+    if value.abs() >= MAX_AMOUNT {
+        return Err(format!("{text:?} is too large an amount (the limit is 10^15)"));
     }
     if value.scale() > MAX_SCALE && value.normalize().scale() > MAX_SCALE {
         return Err(format!("{text:?} has more than {MAX_SCALE} decimal places"));
     }
     Ok(Some(if value.scale() > MAX_SCALE { value.normalize() } else { value }))
+}
+
+/// Whether `whole` is digits in groups of three after the first (one to three digits), all
+/// separated by the same one character: `group` or a space.
+fn three_digit_groups(whole: &str, group: char) -> bool {
+    let mut separator = None;
+    let mut groups = whole.split(|c: char| {
+        let is_sep = c == group || is_space(c);
+        if is_sep && separator.is_none() {
+            separator = Some(c);
+        }
+        is_sep
+    });
+    let first_ok = groups.next().is_some_and(|g| (1..=3).contains(&g.len()) && digits(g));
+    let rest_ok = groups.all(|g| g.len() == 3 && digits(g));
+    let same =
+        separator.is_none_or(|s| whole.chars().all(|c| c == s || !(c == group || is_space(c))));
+    first_ok && rest_ok && same
+}
+
+fn digits(s: &str) -> bool {
+    s.bytes().all(|b| b.is_ascii_digit())
 }
 
 /// The common case of [`parse_amount`] without allocating: `-?digits(.digits)?`, at most 18
@@ -113,8 +249,8 @@ fn plain_amount(text: &str) -> Option<Decimal> {
             _ => return None,
         }
     }
-    // "-0" is left to the parser, which keeps the sign of zero.
-    if scale > MAX_SCALE || (negative && mantissa == 0) {
+    // "-0" is left to the parser, which keeps the sign of zero; so are amounts at the bound.
+    if scale > MAX_SCALE || (negative && mantissa == 0) || digits - scale > 15 {
         return None;
     }
     Some(Decimal::new(if negative { -mantissa } else { mantissa }, scale))
@@ -294,7 +430,7 @@ mod tests {
             for _ in 0..(next() % 22) {
                 text.push(char::from(b"0123456789.0000"[(next() % 15) as usize]));
             }
-            let general = any_amount(&text);
+            let general = any_amount(&text, NumberFormat::default());
             match plain_amount(&text) {
                 Some(value) => {
                     quick += 1;
@@ -323,10 +459,69 @@ mod tests {
         }
         assert!(parse_amount("0.1234567890123").unwrap_err().contains("decimal places"));
         assert_eq!(parse_amount("0.1234567890120"), Ok(Some(dec!(0.123456789012))));
-        let largest = "99999999999999999999999999.999999999999";
-        assert!(parse_amount(largest).is_err(), "more than 28 digits");
-        assert!(parse_amount("99999999999999999999999999").is_ok(), "26 digits fit");
-        assert!(parse_amount("100000000000000000000000000").unwrap_err().contains("too large"));
+        let largest = "999999999999999.999999999999";
+        assert_eq!(parse_amount(largest), Ok(Some(dec!(999999999999999.999999999999))));
+        assert_eq!(MAX_AMOUNT, dec!(1_000_000_000_000_000));
+        for too_large in ["1000000000000000", "-1000000000000000.00", "99999999999999999999999999"]
+        {
+            let err = parse_amount(too_large).unwrap_err();
+            assert!(err.contains("too large") && err.contains("10^15"), "{err}");
+        }
+    }
+
+    #[test]
+    fn decimal_commas_are_refused_not_read_as_thousands_separators() {
+        for text in ["12,50", "0,99", "12,5", "1.234,56", "193,20", "1,23", "¥ 1.234,5"] {
+            let err = parse_amount(text).unwrap_err();
+            assert_eq!(err, format!("{text:?} is not an amount (a decimal comma?)"));
+        }
+        for text in ["1,2,3.5", "3,673.1,2", "12,3x", "1,2,3"] {
+            assert_eq!(parse_amount(text).unwrap_err(), format!("{text:?} is not an amount"));
+        }
+        for (text, want) in [
+            ("1,234.56", dec!(1234.56)),
+            ("12,345", dec!(12345)),
+            ("3,673", dec!(3673)),
+            ("1,234,567.5", dec!(1234567.5)),
+            ("-¥1,234", dec!(-1234)),
+            ("1 234.50", dec!(1234.50)),
+        ] {
+            assert_eq!(parse_amount(text), Ok(Some(want)), "{text}");
+        }
+        for text in ["1,234 567", "1,,234", ",123", "1234,567", "1 2 3"] {
+            assert!(parse_amount(text).is_err(), "{text}");
+        }
+    }
+
+    #[test]
+    fn machine_exports_never_group_digits() {
+        let machine = NumberFormat { decimal: DecimalSeparator::Point, grouping: false };
+        let err = parse_amount_with("3,673", machine).unwrap_err();
+        assert_eq!(err, "\"3,673\" is not an amount (a decimal comma?)");
+        assert!(parse_amount_with("1,234.56", machine).is_err());
+        assert_eq!(parse_amount_with("3.673", machine), Ok(Some(dec!(3.673))));
+        assert_eq!(parse_amount("3,673"), Ok(Some(dec!(3673))), "a bill for people may group");
+    }
+
+    #[test]
+    fn a_decimal_comma_profile_reads_commas_as_the_point() {
+        let comma = NumberFormat::from(DecimalSeparator::Comma);
+        for (text, want) in [
+            ("12,50", dec!(12.50)),
+            ("0,99", dec!(0.99)),
+            ("12,5", dec!(12.5)),
+            ("1.234,56", dec!(1234.56)),
+            ("1 234,56", dec!(1234.56)),
+            ("-3,673", dec!(-3.673)),
+            ("€ 7", dec!(7)),
+            ("1.234.567", dec!(1234567)),
+        ] {
+            let got = parse_amount_with(text, comma).unwrap().unwrap();
+            assert_eq!((got, got.scale()), (want, want.scale()), "{text}");
+        }
+        for text in ["1.5", "1,2,3", "1.23,4.5", "12.50"] {
+            assert!(parse_amount_with(text, comma).is_err(), "{text}");
+        }
     }
 
     #[test]

@@ -81,6 +81,10 @@ pub trait Profile: Sync {
     fn rows_independent(&self) -> bool {
         false
     }
+    /// How the format writes numbers.
+    fn number_format(&self) -> crate::parse::NumberFormat {
+        crate::parse::NumberFormat::default()
+    }
     /// The profile as data, when it is defined by a profile file.
     fn as_spec(&self) -> Option<&crate::import::spec::SpecProfile> {
         None

@@ -17,7 +17,6 @@
 
 use std::borrow::Cow;
 use std::cell::Cell;
-use std::fs::File;
 use std::io::{self, Read};
 use std::path::{Path, PathBuf};
 
@@ -84,15 +83,64 @@ impl Read for HashingReader {
     }
 }
 
-/// Whether `path` is a spreadsheet: by its name, or a ZIP (XLSX) or OLE (XLS) signature.
-fn is_spreadsheet(path: &Path) -> Result<bool> {
+/// Whether `path` names a spreadsheet, or `head` (the input's first bytes) starts with a ZIP
+/// (XLSX, ODS) or OLE (XLS) signature.
+fn is_spreadsheet(path: &Path, head: &[u8]) -> bool {
     let ext = path.extension().and_then(|e| e.to_str()).map(str::to_ascii_lowercase);
-    if matches!(ext.as_deref(), Some("xlsx" | "xlsm" | "xlsb" | "xls" | "ods")) {
-        return Ok(true);
+    matches!(ext.as_deref(), Some("xlsx" | "xlsm" | "xlsb" | "xls" | "ods"))
+        || head.starts_with(b"PK\x03\x04")
+        || head.starts_with(&[0xD0, 0xCF, 0x11, 0xE0])
+}
+
+/// The name that stands for the standard input among the files of an import.
+pub const STDIN: &str = "-";
+
+/// The most bytes a spreadsheet bill may have: 256 MiB. A workbook is held in memory while it
+/// is read (its parts are found through the directory at the end of the file); a bill that
+/// large is better exported as CSV, which streams.
+pub const MAX_SPREADSHEET_BYTES: u64 = 256 << 20;
+
+/// The most columns a spreadsheet row may have: Excel's 16,384 (`XFD`).
+const MAX_SHEET_COLUMNS: u32 = 16_384;
+
+/// An input opened once: its first bytes read ahead (they tell a spreadsheet, the encoding
+/// and the delimiter), the rest to stream. A pipe or the standard input cannot be opened
+/// twice, so nothing is.
+struct Opened {
+    head: Vec<u8>,
+    rest: Box<dyn Read + Send>,
+    direct: bool,
+}
+
+fn open_input(path: &Path) -> Result<Opened> {
+    let (mut rest, direct): (Box<dyn Read + Send>, bool) = if path == Path::new(STDIN) {
+        (Box::new(io::stdin()), false)
+    } else {
+        let file =
+            crate::direct::Reader::open(path, DIRECT_FROM_BYTES).map_err(|e| Error::io(path, e))?;
+        let direct = file.is_direct();
+        (Box::new(file), direct)
+    };
+    // Aligned, as a read past the page cache needs; 64 KiB is a whole number of blocks.
+    let mut head = crate::direct::Aligned::new(SNIFF_BYTES);
+    let mut len = 0;
+    while len < SNIFF_BYTES {
+        match rest.read(&mut head[len..]) {
+            Ok(0) => break,
+            Ok(n) => len += n,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(Error::io(path, e)),
+        }
     }
-    let mut magic = [0u8; 4];
-    let n = open(path)?.read(&mut magic).map_err(|e| Error::io(path, e))?;
-    Ok(n == 4 && (magic == *b"PK\x03\x04" || magic == [0xD0, 0xCF, 0x11, 0xE0]))
+    Ok(Opened { head: head[..len].to_vec(), rest, direct })
+}
+
+fn not_a_workbook(path: &Path, cause: impl std::fmt::Display) -> Error {
+    ErrorKind::Spreadsheet {
+        path: path.to_owned(),
+        message: format!("not a readable workbook (XLSX, XLS or ODS): {cause}"),
+    }
+    .into()
 }
 
 /// The first sheet of a spreadsheet as CSV text, row for row: the N-th sheet row is the N-th
@@ -100,39 +148,188 @@ fn is_spreadsheet(path: &Path) -> Result<bool> {
 /// only way spreadsheets keep them) are written as their shortest decimal text, which is what
 /// the spreadsheet displays for up to 15 significant digits; dates as `YYYY-MM-DD HH:MM:SS`;
 /// line breaks inside cells become spaces.
-fn spreadsheet_as_csv(path: &Path) -> Result<Vec<u8>> {
-    use calamine::{Data, Reader};
-    let bad = |m: String| Error::from(ErrorKind::Usage(format!("{}: {m}", path.display())));
-    let mut book = calamine::open_workbook_auto(path).map_err(|e| bad(e.to_string()))?;
+///
+/// An XLSX sheet is streamed cell by cell on a thread of its own (its rows come as CSV
+/// through a bounded channel), so a sheet whose one cell is addressed `XFD1048576` costs a
+/// million empty lines, not a dense grid of 17 billion cells. XLS (at most 65,536 × 256
+/// cells) and ODS sheets are read as a range.
+fn spreadsheet_as_csv(path: &Path, bytes: Vec<u8>) -> Result<Box<dyn Read + Send>> {
+    use calamine::{Reader, Sheets};
+    let data: std::sync::Arc<[u8]> = bytes.into();
+    let book = calamine::open_workbook_auto_from_rs(io::Cursor::new(data))
+        .map_err(|e| not_a_workbook(path, e))?;
+    let mut book = match book {
+        Sheets::Xlsx(xlsx) => return Ok(Box::new(stream_xlsx(path, xlsx)?)),
+        other => other,
+    };
     let range = match book.worksheet_range_at(0) {
-        Some(r) => r.map_err(|e| bad(e.to_string()))?,
+        Some(r) => r.map_err(|e| not_a_workbook(path, e))?,
         None => return Err(ErrorKind::Empty { path: path.to_owned() }.into()),
     };
     let (first_row, first_col) = range.start().unwrap_or((0, 0));
-    let mut out = csv::WriterBuilder::new().flexible(true).from_writer(Vec::new());
-    let write_err = |e: csv::Error| bad(e.to_string());
+    let mut out = SheetCsv::default();
     for _ in 0..first_row {
-        out.write_record([""]).map_err(write_err)?;
+        out.bytes.push(b'\n');
     }
     for row in range.rows() {
         let mut cells: Vec<String> = vec![String::new(); first_col as usize];
-        cells.extend(row.iter().map(|cell| {
-            match cell {
-                Data::Empty => String::new(),
-                Data::String(s) => s.replace(['\r', '\n'], " "),
-                Data::Float(f) => f.to_string(),
-                Data::Int(i) => i.to_string(),
-                Data::Bool(b) => b.to_string(),
-                Data::DateTime(d) => d
-                    .as_datetime()
-                    .map_or_else(|| d.to_string(), |t| t.format("%Y-%m-%d %H:%M:%S").to_string()),
-                Data::DateTimeIso(s) | Data::DurationIso(s) => s.clone(),
-                Data::Error(e) => format!("#{e:?}"),
-            }
-        }));
-        out.write_record(&cells).map_err(write_err)?;
+        cells.extend(row.iter().map(data_text));
+        out.row(&cells);
     }
-    out.into_inner().map_err(|e| bad(e.to_string()))
+    Ok(Box::new(io::Cursor::new(out.bytes)))
+}
+
+/// [`cell_text`] of a cell of a range.
+fn data_text(cell: &calamine::Data) -> String {
+    use calamine::{Data, DataRef};
+    cell_text(match cell {
+        Data::Empty => DataRef::Empty,
+        Data::String(s) => DataRef::SharedString(s),
+        Data::Float(f) => DataRef::Float(*f),
+        Data::Int(i) => DataRef::Int(*i),
+        Data::Bool(b) => DataRef::Bool(*b),
+        Data::DateTime(d) => DataRef::DateTime(*d),
+        Data::DateTimeIso(s) => DataRef::DateTimeIso(s.clone()),
+        Data::DurationIso(s) => DataRef::DurationIso(s.clone()),
+        Data::Error(e) => DataRef::Error(e.clone()),
+    })
+}
+
+/// A cell's text as it goes into the CSV of its sheet.
+fn cell_text(cell: calamine::DataRef<'_>) -> String {
+    use calamine::DataRef;
+    match cell {
+        DataRef::Empty => String::new(),
+        DataRef::String(s) => s.replace(['\r', '\n'], " "),
+        DataRef::SharedString(s) => s.replace(['\r', '\n'], " "),
+        DataRef::Float(f) => f.to_string(),
+        DataRef::Int(i) => i.to_string(),
+        DataRef::Bool(b) => b.to_string(),
+        DataRef::DateTime(d) => d
+            .as_datetime()
+            .map_or_else(|| d.to_string(), |t| t.format("%Y-%m-%d %H:%M:%S").to_string()),
+        DataRef::DateTimeIso(s) | DataRef::DurationIso(s) => s,
+        DataRef::Error(e) => format!("#{e:?}"),
+    }
+}
+
+/// CSV text of sheet rows, written as they come.
+#[derive(Default)]
+struct SheetCsv {
+    bytes: Vec<u8>,
+}
+
+impl SheetCsv {
+    fn row(&mut self, cells: &[String]) {
+        for (i, cell) in cells.iter().enumerate() {
+            if i > 0 {
+                self.bytes.push(b',');
+            }
+            if cell.contains([',', '"', '\n', '\r']) || (cells.len() == 1 && cell.is_empty()) {
+                self.bytes.push(b'"');
+                self.bytes.extend_from_slice(cell.replace('"', "\"\"").as_bytes());
+                self.bytes.push(b'"');
+            } else {
+                self.bytes.extend_from_slice(cell.as_bytes());
+            }
+        }
+        self.bytes.push(b'\n');
+    }
+}
+
+/// CSV of sheet rows handed over a channel, as a byte stream.
+struct ChannelReader {
+    rx: crossbeam_channel::Receiver<Result<Vec<u8>, String>>,
+    chunk: Vec<u8>,
+    at: usize,
+}
+
+impl Read for ChannelReader {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        while self.at == self.chunk.len() {
+            match self.rx.recv() {
+                Ok(Ok(chunk)) => (self.chunk, self.at) = (chunk, 0),
+                Ok(Err(message)) => return Err(io::Error::other(message)),
+                Err(_) => return Ok(0),
+            }
+        }
+        let n = buf.len().min(self.chunk.len() - self.at);
+        buf[..n].copy_from_slice(&self.chunk[self.at..self.at + n]);
+        self.at += n;
+        Ok(n)
+    }
+}
+
+/// The first sheet of an XLSX workbook as CSV, converted cell by cell on a thread of its own.
+fn stream_xlsx(
+    path: &Path,
+    mut book: calamine::Xlsx<io::Cursor<std::sync::Arc<[u8]>>>,
+) -> Result<ChannelReader> {
+    use calamine::Reader;
+    let Some(sheet) = book.sheet_names().first().cloned() else {
+        return Err(ErrorKind::Empty { path: path.to_owned() }.into());
+    };
+    // The sheet is opened here, so that a broken one is reported as the workbook's error.
+    drop(book.worksheet_cells_reader(&sheet).map_err(|e| not_a_workbook(path, e))?);
+    let (tx, rx) = crossbeam_channel::bounded::<Result<Vec<u8>, String>>(4);
+    let display = path.display().to_string();
+    std::thread::spawn(move || {
+        let sent = convert_xlsx(&mut book, &sheet, &tx);
+        if let Err(message) = sent {
+            let _ = tx.send(Err(format!("not a readable workbook (XLSX): {message} ({display})")));
+        }
+    });
+    Ok(ChannelReader { rx, chunk: Vec::new(), at: 0 })
+}
+
+/// Writes the cells of `sheet` to `tx` as CSV rows, in chunks of about 256 KiB.
+fn convert_xlsx(
+    book: &mut calamine::Xlsx<io::Cursor<std::sync::Arc<[u8]>>>,
+    sheet: &str,
+    tx: &crossbeam_channel::Sender<Result<Vec<u8>, String>>,
+) -> Result<(), String> {
+    const CHUNK: usize = 256 << 10;
+    let mut cells = book.worksheet_cells_reader(sheet).map_err(|e| e.to_string())?;
+    let mut out = SheetCsv::default();
+    // The sheet row the next line of CSV stands for, and the cells of the row being read.
+    let (mut next_line, mut row, mut current): (u32, Vec<String>, Option<u32>) =
+        (0, Vec::new(), None);
+    let flush = |out: &mut SheetCsv, force: bool| -> Result<(), String> {
+        if out.bytes.len() >= CHUNK || (force && !out.bytes.is_empty()) {
+            // A closed channel means the reader stopped: the rest is not needed.
+            tx.send(Ok(std::mem::take(&mut out.bytes))).map_err(|_| String::new())?;
+        }
+        Ok(())
+    };
+    loop {
+        let cell = cells.next_cell().map_err(|e| e.to_string())?;
+        let at = cell.as_ref().map(|c| c.get_position());
+        if current.is_some() && at.map(|a| a.0) != current {
+            out.row(&row);
+            row.clear();
+            next_line += 1;
+            flush(&mut out, false)?;
+        }
+        let Some((r, c)) = at else { break };
+        if current.is_some_and(|cur| r < cur) || r < next_line {
+            return Err(format!("row {} comes after row {}", r + 1, next_line));
+        }
+        if c >= MAX_SHEET_COLUMNS {
+            return Err(format!("a cell in column {} (the last is 16384)", c + 1));
+        }
+        while next_line < r {
+            out.bytes.push(b'\n');
+            next_line += 1;
+            flush(&mut out, false)?;
+        }
+        current = Some(r);
+        let value = cell.map(|c| cell_text(c.get_value().clone())).unwrap_or_default();
+        if row.len() <= c as usize {
+            row.resize(c as usize + 1, String::new());
+        }
+        row[c as usize] = value;
+    }
+    flush(&mut out, true)
 }
 
 /// Per-file decoding state, shared with the rows it hands out.
@@ -308,11 +505,15 @@ impl<'a> Row<'a> {
         })
     }
 
-    /// Column `col` as an amount; `None` for an empty/`-`/`NULL` cell.
-    pub(crate) fn amount(&self, col: usize) -> Result<Option<Decimal>, RowError> {
+    /// Column `col` as an amount written with `separator`; `None` for an empty/`-`/`NULL` cell.
+    pub(crate) fn amount(
+        &self,
+        col: usize,
+        format: crate::parse::NumberFormat,
+    ) -> Result<Option<Decimal>, RowError> {
         match self.text(col)? {
             None => Ok(None),
-            Some(t) => crate::parse::parse_amount(&t).map_err(|m| self.error(col, m)),
+            Some(t) => crate::parse::parse_amount_with(&t, format).map_err(|m| self.error(col, m)),
         }
     }
 
@@ -355,34 +556,53 @@ pub enum Next<'a> {
     Bad(RowError, Vec<String>),
 }
 
-fn open(path: &Path) -> Result<File> {
-    File::open(path).map_err(|e| Error::io(path, e))
-}
-
 /// Files smaller than this are read through the page cache, larger ones past it (see
 /// `crate::direct`): a large file that sits in the page cache is then read from the disk
 /// again (1.6 GB/s on the test machines), for a tenth less CPU time.
 const DIRECT_FROM_BYTES: u64 = 64 << 20;
 
-/// Reads the first bytes and decides the encoding. Returns the encoding and BOM length.
-fn sniff(path: &Path) -> Result<(Encoding, u64, bool)> {
-    let mut head = Vec::with_capacity(SNIFF_BYTES);
-    open(path)?.take(SNIFF_BYTES as u64).read_to_end(&mut head).map_err(|e| Error::io(path, e))?;
+/// What the first bytes of a CSV bill say: its encoding, the length of its byte-order mark,
+/// whether a multibyte UTF-8 character was seen, and the delimiter.
+struct Sniffed {
+    encoding: Encoding,
+    bom: usize,
+    seen_multibyte: bool,
+    delimiter: u8,
+}
+
+/// The delimiter of a CSV bill: a semicolon when the line of the first rows with the most
+/// semicolons has more of them than any of those lines has commas (spreadsheets in locales
+/// with a decimal comma save `;`-separated files), else a comma.
+fn sniff_delimiter(head: &[u8]) -> u8 {
+    let lines = head.split(|&b| b == b'\n').take(HEADER_SEARCH_ROWS);
+    let (mut commas, mut semicolons) = (0, 0);
+    for line in lines {
+        commas = commas.max(memchr::memchr_iter(b',', line).count());
+        semicolons = semicolons.max(memchr::memchr_iter(b';', line).count());
+    }
+    if semicolons > commas { b';' } else { b',' }
+}
+
+/// Decides the encoding and the delimiter from the first bytes of a CSV bill.
+fn sniff(path: &Path, head: &[u8]) -> Result<Sniffed> {
     if head.iter().all(|b| b.is_ascii_whitespace()) {
         return Err(ErrorKind::Empty { path: path.to_owned() }.into());
     }
+    let delimiter = sniff_delimiter(head);
+    let sniffed =
+        |encoding, bom, seen_multibyte| Ok(Sniffed { encoding, bom, seen_multibyte, delimiter });
     if head.starts_with(b"\xEF\xBB\xBF") {
-        return Ok((Encoding::Utf8, 3, false));
+        return sniffed(Encoding::Utf8, 3, false);
     }
     let cut_short = head.len() == SNIFF_BYTES;
-    let utf8_valid_up_to = match std::str::from_utf8(&head) {
-        Ok(s) => return Ok((Encoding::Utf8, 0, !s.is_ascii())),
-        Err(e) if e.error_len().is_none() && cut_short => return Ok((Encoding::Utf8, 0, true)),
+    let utf8_valid_up_to = match std::str::from_utf8(head) {
+        Ok(s) => return sniffed(Encoding::Utf8, 0, !s.is_ascii()),
+        Err(e) if e.error_len().is_none() && cut_short => return sniffed(Encoding::Utf8, 0, true),
         Err(e) => e.valid_up_to(),
     };
     let mut decoder = encoding_rs::GB18030.new_decoder_without_bom_handling();
     let mut out = String::with_capacity(head.len() * 2);
-    let (result, read) = decoder.decode_to_string_without_replacement(&head, &mut out, !cut_short);
+    let (result, read) = decoder.decode_to_string_without_replacement(head, &mut out, !cut_short);
     match result {
         encoding_rs::DecoderResult::Malformed(bad, _) => {
             // Report where the file stops being readable in the encoding that got further.
@@ -390,17 +610,17 @@ fn sniff(path: &Path) -> Result<(Encoding, u64, bool)> {
             let before = &head[..offset];
             let line = 1 + before.iter().filter(|&&b| b == b'\n').count() as u64;
             let line_start = before.iter().rposition(|&b| b == b'\n').map_or(0, |i| i + 1);
-            let index = before[line_start..].iter().filter(|&&b| b == b',').count();
+            let index = before[line_start..].iter().filter(|&&b| b == delimiter).count();
             let first_line = head.split(|&b| b == b'\n').next().unwrap_or_default();
             let names = String::from_utf8_lossy(first_line);
-            let column = match names.split(',').nth(index) {
+            let column = match names.split(char::from(delimiter)).nth(index) {
                 Some(name) if line > 1 => name.trim().to_owned(),
                 _ => format!("#{}", index + 1),
             };
             let location = Location::line(path, line).with_column(column);
             Err(ErrorKind::Encoding { location, offset: offset as u64 }.into())
         }
-        _ => Ok((Encoding::Gb18030, 0, true)),
+        _ => sniffed(Encoding::Gb18030, 0, true),
     }
 }
 
@@ -416,31 +636,36 @@ impl BillSource {
         forced: Option<&'static dyn Profile>,
         candidates: &[&'static dyn Profile],
     ) -> Result<Self> {
-        let spreadsheet = is_spreadsheet(path)?;
-        let (encoding, bom_len, seen_multibyte) =
-            if spreadsheet { (Encoding::Utf8, 0, true) } else { sniff(path)? };
-        let (hashing, read_size) = if spreadsheet {
-            let bytes = std::fs::read(path).map_err(|e| Error::io(path, e))?;
+        let Opened { head, mut rest, direct } = open_input(path)?;
+        let (hashing, read_size, sniffed) = if is_spreadsheet(path, &head) {
+            let mut bytes = head;
+            let room = MAX_SPREADSHEET_BYTES + 1 - bytes.len() as u64;
+            (&mut rest).take(room).read_to_end(&mut bytes).map_err(|e| Error::io(path, e))?;
+            if bytes.len() as u64 > MAX_SPREADSHEET_BYTES {
+                return Err(ErrorKind::Spreadsheet {
+                    path: path.to_owned(),
+                    message: "a spreadsheet of more than 256 MiB: export the bill as CSV".into(),
+                }
+                .into());
+            }
             let hasher = Sha256::new_with_prefix(&bytes);
-            let csv = spreadsheet_as_csv(path)?;
-            let hashing = HashingReader {
-                inner: Box::new(io::Cursor::new(csv)),
-                hasher,
-                bytes: bytes.len() as u64,
-                hashing: false,
-            };
-            (hashing, READ_BYTES)
+            let size = bytes.len() as u64;
+            let csv = spreadsheet_as_csv(path, bytes)?;
+            let hashing = HashingReader { inner: csv, hasher, bytes: size, hashing: false };
+            let sniffed =
+                Sniffed { encoding: Encoding::Utf8, bom: 0, seen_multibyte: true, delimiter: b',' };
+            (hashing, READ_BYTES, sniffed)
         } else {
-            let file = crate::direct::Reader::open(path, DIRECT_FROM_BYTES)
-                .map_err(|e| Error::io(path, e))?;
-            let read_size =
-                if file.is_direct() { crate::direct::TRANSFER_BYTES } else { READ_BYTES };
-            let hasher = Sha256::new();
-            (HashingReader { inner: Box::new(file), hasher, bytes: 0, hashing: true }, read_size)
+            let sniffed = sniff(path, &head)?;
+            let read_size = if direct { crate::direct::TRANSFER_BYTES } else { READ_BYTES };
+            let inner: Box<dyn Read + Send> = Box::new(io::Cursor::new(head).chain(rest));
+            let hashing = HashingReader { inner, hasher: Sha256::new(), bytes: 0, hashing: true };
+            (hashing, read_size, sniffed)
         };
-        let mut reader = Splitter::with_read_size(hashing, read_size);
+        let Sniffed { encoding, bom, seen_multibyte, delimiter } = sniffed;
+        let mut reader = Splitter::with_read_size(hashing, read_size).with_delimiter(delimiter);
         // The byte-order mark is hashed with the file, and part of no cell.
-        reader.skip(bom_len as usize);
+        reader.skip(bom);
         let ctx = FileCtx {
             path: path.to_owned(),
             encoding: Cell::new(encoding),
@@ -449,7 +674,7 @@ impl BillSource {
         let mut head = Vec::new();
         let mut record = Record::new();
         while head.len() < HEADER_SEARCH_ROWS {
-            if !read_record(&mut reader, &mut record, &ctx.path)? {
+            if !read_record(&mut reader, &mut record, &ctx.path, None)? {
                 break;
             }
             head.push(record.clone());
@@ -474,6 +699,8 @@ impl BillSource {
         let lines: Vec<u64> = head.iter().map(|r| r.position().map_or(1, |p| p.line())).collect();
         let (profile, row_index) = choose(path, &pool, &decoded, &lines, forced.is_some())?;
         let names = decoded[row_index].clone();
+        let header_line = head[row_index].position().map_or(1, |p| p.line());
+        refuse_repeated_columns(path, header_line, profile.columns(), &names)?;
         let header = Header {
             map: map_columns(profile.columns(), &names),
             names,
@@ -539,7 +766,12 @@ impl BillSource {
         loop {
             if let Some(r) = self.pending.pop_front() {
                 self.record = r;
-            } else if !read_record(&mut self.reader, &mut self.record, &self.ctx.path)? {
+            } else if !read_record(
+                &mut self.reader,
+                &mut self.record,
+                &self.ctx.path,
+                Some(&self.header.names),
+            )? {
                 return Ok(None);
             }
             if is_blank(&self.record) {
@@ -556,8 +788,11 @@ impl BillSource {
             }
             let row = self.row(line);
             if let Some(label) = row.footer_label() {
-                let amount =
-                    self.profile.billed_column().and_then(|col| row.amount(col).ok().flatten());
+                let format = self.profile.number_format();
+                let amount = self
+                    .profile
+                    .billed_column()
+                    .and_then(|col| row.amount(col, format).ok().flatten());
                 let total = ControlTotal { line, label, amount };
                 self.control_totals.push(total);
                 continue;
@@ -647,8 +882,37 @@ fn read_record(
     reader: &mut Splitter<HashingReader>,
     record: &mut Record,
     path: &Path,
+    names: Option<&[String]>,
 ) -> Result<bool> {
-    reader.read(record).map_err(|e| Error::io(path, e))
+    use super::split::{MAX_RECORD_BYTES, MAX_RECORD_LINES, SplitError};
+    let at = |line: u64, field: usize| {
+        let column = names
+            .and_then(|n| n.get(field))
+            .filter(|n| !n.is_empty())
+            .cloned()
+            .unwrap_or_else(|| format!("#{}", field + 1));
+        Location::line(path, line).with_column(column)
+    };
+    reader.read(record).map_err(|e| match e {
+        SplitError::Io(e) => Error::io(path, e),
+        SplitError::TooLong { line, field } => ErrorKind::Malformed {
+            location: at(line, field),
+            message: format!(
+                "the row is longer than {} MiB (no bill has such rows: is this a bill?)",
+                MAX_RECORD_BYTES >> 20
+            ),
+        }
+        .into(),
+        SplitError::Unclosed { line, field, at_end } => ErrorKind::Malformed {
+            location: at(line, field),
+            message: if at_end {
+                "a quote opened here is never closed".to_owned()
+            } else {
+                format!("a quote opened here is not closed within {MAX_RECORD_LINES} lines")
+            },
+        }
+        .into(),
+    })
 }
 
 /// For each of `columns`, the index of the first header name equal to one of its aliases.
@@ -659,6 +923,37 @@ fn map_columns(columns: &[Column], names: &[String]) -> Vec<Option<usize>> {
             c.aliases.iter().find_map(|a| names.iter().position(|n| n.eq_ignore_ascii_case(a)))
         })
         .collect()
+}
+
+/// Refuses a header that holds a column the profile reads twice (under one name or two of
+/// its aliases): the copies may disagree, and reading one of them would be a silent choice.
+fn refuse_repeated_columns(
+    path: &Path,
+    line: u64,
+    columns: &[Column],
+    names: &[String],
+) -> Result<()> {
+    for c in columns {
+        let found: Vec<usize> = names
+            .iter()
+            .enumerate()
+            .filter(|(_, n)| c.aliases.iter().any(|a| n.eq_ignore_ascii_case(a)))
+            .map(|(i, _)| i)
+            .collect();
+        if let [first, second, ..] = found[..] {
+            return Err(ErrorKind::Malformed {
+                location: Location::line(path, line),
+                message: format!(
+                    "column {} appears twice (columns {} and {})",
+                    names[first],
+                    first + 1,
+                    second + 1
+                ),
+            }
+            .into());
+        }
+    }
+    Ok(())
 }
 
 /// How well a row fits a profile: columns present, and the required ones it lacks.
@@ -753,7 +1048,7 @@ mod tests {
             HashingReader { inner: Box::new(file), hasher: Sha256::new(), bytes: 0, hashing: true };
         let mut direct = Splitter::with_read_size(hashing, crate::direct::TRANSFER_BYTES);
         direct.skip(3);
-        let mut cached = Splitter::with_read_size(File::open(bill.path()).unwrap(), 4096);
+        let mut cached = Splitter::with_read_size(std::fs::File::open(bill.path()).unwrap(), 4096);
         cached.skip(3);
         let (direct_records, cached_records) = (records(direct), records(cached));
         assert_eq!(direct_records.len(), 60_001);

@@ -37,6 +37,7 @@ use crate::charge::{Category, Kind, Pricing, YearMonth, local_midnight};
 use crate::error::{ErrorKind, Result, RowError};
 use crate::import::profile::{Column, Parsed, Profile, RowParser};
 use crate::import::source::Row;
+use crate::parse::{DecimalSeparator, NumberFormat};
 
 /// A bill format, as written in a profile file.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -45,6 +46,7 @@ pub struct ProfileSpec {
     /// Short stable name: the ledger's `platform`.
     pub name: String,
     /// One line saying what the format is.
+    #[serde(default)]
     pub description: String,
     /// Currency when the bill has no currency column.
     #[serde(default = "default_currency")]
@@ -54,6 +56,15 @@ pub struct ProfileSpec {
     /// The column (or columns, joined) whose value identifies a row, when the format has one.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub native_id: Option<OneOrMany>,
+    /// The character between the whole and the fractional part of numbers: `"."` (the
+    /// default; a comma may then only separate groups of three digits) or `","` (bills saved
+    /// by spreadsheets in many locales, usually `;`-separated: `1.234,56`).
+    #[serde(default, skip_serializing_if = "is_point")]
+    pub decimal_separator: DecimalSeparator,
+    /// Whether amounts may group digits in threes (`1,234.56`; the default). Machine exports
+    /// (FOCUS, AWS CUR) say `false`: a comma in their numbers is never a thousands separator.
+    #[serde(default = "yes", skip_serializing_if = "is_true")]
+    pub digit_grouping: bool,
     /// Cell texts meaning "no value" (such as `NULL`), besides the empty cell.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub nulls: Vec<String>,
@@ -68,7 +79,9 @@ pub struct ProfileSpec {
     /// Where the billing period comes from.
     #[serde(default)]
     pub period: PeriodSpec,
-    /// Where the charge's time comes from.
+    /// Where the charge's time comes from; by default the `charge_start` column, else
+    /// `posted`, and the `charge_end` column.
+    #[serde(default)]
     pub times: TimesSpec,
     /// Kind rules.
     #[serde(default)]
@@ -107,6 +120,18 @@ impl OneOrMany {
             OneOrMany::Many(ks) => ks.clone(),
         }
     }
+}
+
+fn yes() -> bool {
+    true
+}
+
+fn is_true(b: &bool) -> bool {
+    *b
+}
+
+fn is_point(separator: &DecimalSeparator) -> bool {
+    *separator == DecimalSeparator::Point
 }
 
 fn default_currency() -> String {
@@ -163,12 +188,15 @@ pub struct PeriodSpec {
 }
 
 /// Where the charge's time comes from.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct TimesSpec {
-    /// Columns giving the start, first non-empty wins.
+    /// Columns giving the start, first non-empty wins (by default `charge_start`, then
+    /// `posted`, those of them that the profile has).
+    #[serde(default)]
     pub start: Vec<String>,
-    /// Columns giving the end (exclusive); the start when none.
+    /// Columns giving the end (exclusive); the start when none (by default `charge_end`, when
+    /// the profile has it).
     #[serde(default)]
     pub end: Vec<String>,
     /// Rules that derive the span from the posting time.
@@ -368,6 +396,8 @@ pub struct SpecProfile {
     class_columns: Vec<usize>,
     instance: Vec<(Vec<Category>, usize, regex::Regex)>,
     resource: Vec<(Vec<Category>, ResourceSource)>,
+    /// The `resource_id` column: the resource of a row no `[[resource]]` rule covers.
+    resource_column: Option<usize>,
     gpu_models: Vec<(usize, String, String)>,
 }
 
@@ -399,7 +429,10 @@ impl SpecProfile {
             spec.zone.parse().map_err(|_| bad(format!("unknown zone {:?}", spec.zone)))?;
         let fields = Fields {
             posted: opt("posted"),
-            billing_period: spec.period.column.as_deref().map(col).transpose()?,
+            billing_period: match spec.period.column.as_deref() {
+                Some(c) => Some(col(c)?),
+                None => opt("billing_period"),
+            },
             account: opt("account"),
             resource_name: opt("resource_name"),
             region: opt("region"),
@@ -417,8 +450,26 @@ impl SpecProfile {
         if !matches!(spec.period.from.as_deref(), None | Some("posted") | Some("start")) {
             return Err(bad("[period] from must be \"posted\" or \"start\"".into()).into());
         }
-        if spec.times.start.is_empty() {
-            return Err(bad("[times] start names no column".into()).into());
+        // The default times: the ledger fields' own columns.
+        let present = |keys: &[&str]| -> Vec<String> {
+            keys.iter().filter(|k| index.contains_key(*k)).map(|k| (*k).to_owned()).collect()
+        };
+        let starts = if spec.times.start.is_empty() {
+            present(&["charge_start", "posted"])
+        } else {
+            spec.times.start.clone()
+        };
+        let ends = if spec.times.start.is_empty() && spec.times.end.is_empty() {
+            present(&["charge_end"])
+        } else {
+            spec.times.end.clone()
+        };
+        if starts.is_empty() {
+            return Err(bad(
+                "no time: [times] start names no column, and no column has the key `charge_start` or `posted`"
+                    .into(),
+            )
+            .into());
         }
         fn classifier<T: Clone>(
             c: &Classifier<T>,
@@ -500,8 +551,9 @@ impl SpecProfile {
             fields,
             item: cols(&spec.item)?,
             direction: spec.sign.direction.as_deref().map(col).transpose()?,
-            start: cols(&spec.times.start)?,
-            end: cols(&spec.times.end)?,
+            start: cols(&starts)?,
+            end: cols(&ends)?,
+            resource_column: opt("resource_id"),
             kind,
             category,
             pricing,
@@ -569,6 +621,9 @@ impl Profile for SpecProfile {
     }
     fn as_spec(&self) -> Option<&SpecProfile> {
         Some(self)
+    }
+    fn number_format(&self) -> NumberFormat {
+        NumberFormat { decimal: self.spec.decimal_separator, grouping: self.spec.digit_grouping }
     }
 }
 
@@ -808,8 +863,11 @@ impl RowParser for SpecParser<'_> {
             let null = text.as_deref().is_some_and(|v| p.spec.nulls.iter().any(|n| n == v));
             texts.push(if null { None } else { text });
         }
+        let numbers = p.number_format();
         let amount = |texts: &[Option<Cow<'_, str>>], i: usize| match cell(row, texts, i)? {
-            Some(text) => crate::parse::parse_amount(&text).map_err(|m| row.error(i, m)),
+            Some(text) => {
+                crate::parse::parse_amount_with(&text, numbers).map_err(|m| row.error(i, m))
+            }
             None => Ok(None),
         };
         let mut billed = amount(&texts, f.billed_cost)?
@@ -855,16 +913,17 @@ impl RowParser for SpecParser<'_> {
                 re.captures_read(at, text)?;
                 at.get(1).map(|(from, to)| &text[from..to])
             });
-        let resource_id = p
+        let resource_id = match p
             .resource
             .iter()
             .find(|(cats, _)| cats.is_empty() || cats.contains(&category))
-            .and_then(|(_, source)| match source {
-                ResourceSource::Column(c) => facts.texts[*c].as_deref().map(Cow::Borrowed),
-                ResourceSource::Template(t) => {
-                    instance.map(|i| Cow::Owned(t.replace("{instance}", i)))
-                }
-            });
+        {
+            Some((_, ResourceSource::Column(c))) => facts.texts[*c].as_deref().map(Cow::Borrowed),
+            Some((_, ResourceSource::Template(t))) => {
+                instance.map(|i| Cow::Owned(t.replace("{instance}", i)))
+            }
+            None => p.resource_column.and_then(|c| facts.texts[c].as_deref()).map(Cow::Borrowed),
+        };
         let tz = p.zone;
         let posted = f.posted.map(|i| self.time(row, &facts.texts, i)).transpose()?.flatten();
         let mut start = None;

@@ -1,0 +1,132 @@
+//! Regression tests of the trust issue: money read wrong or lost with exit 0, inputs that
+//! take the machine, rows that break the ledger. Each is named after the defect it pins down.
+
+use gpuaudit_core::import::spec::SpecProfile;
+use gpuaudit_core::{ErrorKind, parse_bill};
+use rust_decimal_macros::dec;
+
+use crate::fixture;
+
+/// The row errors of a bill that must be refused.
+fn row_errors(
+    rel: &str,
+    profile: Option<&'static dyn gpuaudit_core::import::Profile>,
+) -> Vec<String> {
+    match parse_bill(&fixture(rel), profile).map(|_| ()).unwrap_err().into_kind() {
+        ErrorKind::InvalidRows { errors, .. } => errors.iter().map(ToString::to_string).collect(),
+        other => panic!("{rel}: {other}"),
+    }
+}
+
+#[test]
+fn decimal_commas_are_not_read_as_thousands_separators() {
+    let focus = row_errors("focus/invalid/decimal_comma_in_billed_cost.csv", None);
+    assert_eq!(focus.len(), 1);
+    assert!(
+        focus[0].ends_with(
+            "decimal_comma_in_billed_cost.csv:3: column BilledCost: \"3,673\" is not an amount (a decimal comma?)"
+        ),
+        "{focus:?}"
+    );
+    let aliyun = row_errors("aliyun/invalid/decimal_comma_in_pretax_amount.csv", None);
+    assert!(
+        aliyun[0].ends_with(
+            "decimal_comma_in_pretax_amount.csv:3: column PretaxAmount: \"193,20\" is not an amount (a decimal comma?)"
+        ),
+        "{aliyun:?}"
+    );
+}
+
+#[test]
+fn a_profile_with_a_decimal_comma_reads_semicolon_separated_bills() {
+    let profile = SpecProfile::load(&fixture("eurocloud/eurocloud.toml")).unwrap();
+    let bill =
+        parse_bill(&fixture("eurocloud/valid/semicolon_decimal_comma.csv"), Some(profile)).unwrap();
+    let billed: Vec<_> = bill.charges.iter().map(|c| c.billed_cost).collect();
+    assert_eq!(billed, [dec!(12.50), dec!(1234.56), dec!(0.99)]);
+    let hours: Vec<_> = bill.charges.iter().map(|c| c.quantity).collect();
+    assert_eq!(hours, [Some(dec!(1)), Some(dec!(1.5)), Some(dec!(24))]);
+    assert_eq!(bill.charges[0].resource_id.as_deref(), Some("srv-1"));
+    assert_eq!(bill.report.totals["EUR"], dec!(1248.05));
+    // With a decimal comma, a point may only group thousands: `12.50` is refused.
+    let errors = row_errors("eurocloud/invalid/decimal_point_in_a_comma_bill.csv", Some(profile));
+    assert!(errors[0].ends_with(":2: column Betrag EUR: \"12.50\" is not an amount"), "{errors:?}");
+}
+
+/// A profile file of the least the README asks for, with `extra` columns.
+fn minimal_profile(extra: &str) -> &'static SpecProfile {
+    let text = format!(
+        "name = \"mini\"\ncurrency = \"USD\"\nzone = \"UTC\"\n\n\
+         [[columns]]\nkey = \"posted\"\naliases = [\"When\"]\nrequired = true\n\n\
+         [[columns]]\nkey = \"billed_cost\"\naliases = [\"Cost\"]\nrequired = true\n{extra}"
+    );
+    SpecProfile::parse(&text, std::path::Path::new("mini.toml")).unwrap()
+}
+
+fn one_charge(profile: &'static SpecProfile, header: &str, row: &str) -> gpuaudit_core::Charge {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("mini.csv");
+    std::fs::write(&path, format!("When,Cost{header}\n2024-05-03 10:00:00,1.25{row}\n")).unwrap();
+    let mut bill = parse_bill(&path, Some(profile)).unwrap();
+    assert_eq!(bill.charges.len(), 1);
+    bill.charges.remove(0)
+}
+
+#[test]
+fn a_profile_file_without_times_and_description_is_read_with_the_defaults() {
+    let c = one_charge(minimal_profile(""), "", "");
+    assert_eq!(
+        (c.billed_cost, c.currency.as_str(), c.platform.as_str()),
+        (dec!(1.25), "USD", "mini")
+    );
+    assert_eq!(c.charge_start.to_rfc3339(), "2024-05-03T10:00:00+00:00");
+    assert_eq!(c.charge_end, c.charge_start);
+    assert_eq!(c.billing_period.to_string(), "2024-05");
+    let no_time =
+        "name = \"t\"\nzone = \"UTC\"\n[[columns]]\nkey = \"billed_cost\"\naliases = [\"Cost\"]\n";
+    let err = SpecProfile::parse(no_time, std::path::Path::new("t.toml")).err().unwrap();
+    assert!(err.to_string().contains("no column has the key `charge_start` or `posted`"), "{err}");
+}
+
+#[test]
+fn every_documented_key_of_a_profile_file_fills_its_ledger_field() {
+    let column = |key: &str| format!("\n[[columns]]\nkey = \"{key}\"\naliases = [\"X\"]\n");
+    let charge = |key: &str, cell: &str| {
+        one_charge(minimal_profile(&column(key)), ",X", &format!(",{cell}"))
+    };
+    let t = |s: &str| chrono::DateTime::parse_from_rfc3339(s).unwrap().with_timezone(&chrono::Utc);
+    assert_eq!(
+        charge("charge_start", "2024-05-03 09:00:00").charge_start,
+        t("2024-05-03T09:00:00Z")
+    );
+    let end = charge("charge_end", "2024-05-03 11:00:00");
+    assert_eq!(
+        (end.charge_start, end.charge_end),
+        (t("2024-05-03T10:00:00Z"), t("2024-05-03T11:00:00Z"))
+    );
+    assert_eq!(charge("billing_period", "2024-04").billing_period.to_string(), "2024-04");
+    assert_eq!(charge("account", "acct-7").account.as_deref(), Some("acct-7"));
+    assert_eq!(charge("resource_id", "vm-7").resource_id.as_deref(), Some("vm-7"));
+    assert_eq!(charge("resource_name", "trainer").resource_name.as_deref(), Some("trainer"));
+    assert_eq!(charge("region", "eu-west-1").region.as_deref(), Some("eu-west-1"));
+    assert_eq!(charge("quantity", "2.5").quantity, Some(dec!(2.5)));
+    assert_eq!(charge("unit", "Hours").unit.as_deref(), Some("Hours"));
+    assert_eq!(charge("unit_price", "0.5").unit_price, Some(dec!(0.5)));
+    assert_eq!(charge("list_cost", "1.50").list_cost, Some(dec!(1.50)));
+    assert_eq!(charge("currency", "EUR").currency, "EUR");
+    assert_eq!(charge("balance_after", "98.75").balance_after, Some(dec!(98.75)));
+    assert_eq!(charge("gpu_count", "8").gpu_count, Some(8));
+    let posted = one_charge(minimal_profile(""), "", "");
+    assert_eq!(posted.charge_start, t("2024-05-03T10:00:00Z"), "posted");
+}
+
+#[test]
+fn a_header_with_a_mapped_column_twice_is_refused() {
+    let err = parse_bill(&fixture("aliyun/invalid/pretax_amount_twice.csv"), None).err().unwrap();
+    assert!(
+        err.to_string().ends_with(
+            "pretax_amount_twice.csv:1: column PretaxAmount appears twice (columns 22 and 24)"
+        ),
+        "{err}"
+    );
+}
