@@ -2,6 +2,8 @@
 //! One test binary for the crate (each links polars).
 #![allow(missing_docs, clippy::unwrap_used)]
 
+mod trust;
+
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};

@@ -20,7 +20,7 @@ use std::cell::Cell;
 use std::io::{self, Read};
 use std::path::{Path, PathBuf};
 
-use super::split::{READ_BYTES, Record, Splitter};
+use super::split::{MAX_RECORD_BYTES, MAX_RECORD_LINES, READ_BYTES, Record, SplitError, Splitter};
 use rust_decimal::Decimal;
 use sha2::{Digest, Sha256};
 
@@ -156,6 +156,7 @@ fn not_a_workbook(path: &Path, cause: impl std::fmt::Display) -> Error {
 fn spreadsheet_as_csv(path: &Path, bytes: Vec<u8>) -> Result<Box<dyn Read + Send>> {
     use calamine::{Reader, Sheets};
     let data: std::sync::Arc<[u8]> = bytes.into();
+    check_zipped_parts(path, &data)?;
     let book = calamine::open_workbook_auto_from_rs(io::Cursor::new(data))
         .map_err(|e| not_a_workbook(path, e))?;
     let mut book = match book {
@@ -177,6 +178,67 @@ fn spreadsheet_as_csv(path: &Path, bytes: Vec<u8>) -> Result<Box<dyn Read + Send
         out.row(&cells);
     }
     Ok(Box::new(io::Cursor::new(out.bytes)))
+}
+
+/// The most bytes an XML part of a zipped workbook may inflate to: 4 GiB (a sheet of a million
+/// rows of twenty cells is about 1 GB).
+const MAX_PART_BYTES: u64 = 4 << 30;
+
+/// The most bytes the shared strings of a workbook may inflate to: 512 MiB (they are held in
+/// memory while the sheet is read).
+const MAX_SHARED_STRINGS_BYTES: u64 = 512 << 20;
+
+/// Reads the XML parts of a zipped workbook (XLSX, ODS) once before calamine does, in bounded
+/// memory, and refuses one whose reading would take unbounded memory or time: a part that
+/// inflates past [`MAX_PART_BYTES`] (shared strings past [`MAX_SHARED_STRINGS_BYTES`]), or a
+/// text or tag longer than [`super::split::MAX_RECORD_BYTES`] (the XML reader holds a whole
+/// text in memory: 300 MB of spaces in a 300 KB file took 900 MB). A file that is not a zip
+/// is left to calamine, which says what it is not.
+fn check_zipped_parts(path: &Path, data: &std::sync::Arc<[u8]>) -> Result<()> {
+    let Ok(mut zip) = zip::ZipArchive::new(io::Cursor::new(data.clone())) else { return Ok(()) };
+    let mut buf = vec![0u8; 64 << 10];
+    for i in 0..zip.len() {
+        let mut part = zip.by_index(i).map_err(|e| not_a_workbook(path, e))?;
+        let name = part.name().map_err(|e| not_a_workbook(path, e))?.into_owned();
+        if !name.ends_with(".xml") {
+            continue;
+        }
+        let limit = if name.ends_with("sharedStrings.xml") {
+            MAX_SHARED_STRINGS_BYTES
+        } else {
+            MAX_PART_BYTES
+        };
+        let (mut total, mut run) = (0u64, 0usize);
+        loop {
+            let n = match part.read(&mut buf) {
+                Ok(0) => break,
+                Ok(n) => n,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                Err(e) => return Err(not_a_workbook(path, format!("{name}: {e}"))),
+            };
+            total += n as u64;
+            if total > limit {
+                return Err(not_a_workbook(
+                    path,
+                    format!("{name} inflates to more than {} MiB", limit >> 20),
+                ));
+            }
+            for chunk in buf[..n].split_inclusive(|&b| b == b'<' || b == b'>') {
+                let open = chunk.last().is_some_and(|&b| b == b'<' || b == b'>');
+                run += chunk.len() - usize::from(open);
+                if run > super::split::MAX_RECORD_BYTES {
+                    return Err(not_a_workbook(
+                        path,
+                        format!("{name} holds a text or tag of more than 1 MiB"),
+                    ));
+                }
+                if open {
+                    run = 0;
+                }
+            }
+        }
+    }
+    Ok(())
 }
 
 /// [`cell_text`] of a cell of a range.
@@ -673,11 +735,22 @@ impl BillSource {
         };
         let mut head = Vec::new();
         let mut record = Record::new();
+        // A row that cannot be split among the first ones is reported once the header is
+        // known, so that its column has a name.
+        let mut unsplit = None;
         while head.len() < HEADER_SEARCH_ROWS {
-            if !read_record(&mut reader, &mut record, &ctx.path, None)? {
-                break;
+            match reader.read(&mut record) {
+                Ok(true) => head.push(record.clone()),
+                Ok(false) => break,
+                Err(SplitError::Io(e)) => return Err(Error::io(path, e)),
+                Err(e) => {
+                    unsplit = Some(e);
+                    break;
+                }
             }
-            head.push(record.clone());
+        }
+        if let Some(e) = unsplit.take_if(|_| head.iter().all(is_blank)) {
+            return Err(split_error(e, path, None));
         }
         if head.iter().all(is_blank) {
             return Err(ErrorKind::Empty { path: path.to_owned() }.into());
@@ -697,7 +770,13 @@ impl BillSource {
             None => candidates.to_vec(),
         };
         let lines: Vec<u64> = head.iter().map(|r| r.position().map_or(1, |p| p.line())).collect();
-        let (profile, row_index) = choose(path, &pool, &decoded, &lines, forced.is_some())?;
+        let chosen = choose(path, &pool, &decoded, &lines, forced.is_some());
+        let (profile, row_index) = match (chosen, unsplit) {
+            (Ok(chosen), None) => chosen,
+            (Ok((_, row)), Some(e)) => return Err(split_error(e, path, Some(&decoded[row]))),
+            (Err(_), Some(e)) => return Err(split_error(e, path, None)),
+            (Err(e), None) => return Err(e),
+        };
         let names = decoded[row_index].clone();
         let header_line = head[row_index].position().map_or(1, |p| p.line());
         refuse_repeated_columns(path, header_line, profile.columns(), &names)?;
@@ -884,7 +963,11 @@ fn read_record(
     path: &Path,
     names: Option<&[String]>,
 ) -> Result<bool> {
-    use super::split::{MAX_RECORD_BYTES, MAX_RECORD_LINES, SplitError};
+    reader.read(record).map_err(|e| split_error(e, path, names))
+}
+
+/// The error of a file that could not be split into rows, its column named by `names`.
+fn split_error(e: SplitError, path: &Path, names: Option<&[String]>) -> Error {
     let at = |line: u64, field: usize| {
         let column = names
             .and_then(|n| n.get(field))
@@ -893,7 +976,7 @@ fn read_record(
             .unwrap_or_else(|| format!("#{}", field + 1));
         Location::line(path, line).with_column(column)
     };
-    reader.read(record).map_err(|e| match e {
+    match e {
         SplitError::Io(e) => Error::io(path, e),
         SplitError::TooLong { line, field } => ErrorKind::Malformed {
             location: at(line, field),
@@ -912,7 +995,7 @@ fn read_record(
             },
         }
         .into(),
-    })
+    }
 }
 
 /// For each of `columns`, the index of the first header name equal to one of its aliases.

@@ -40,7 +40,9 @@
 //! - Setting the environment variable `GPUAUDIT_FAILPOINT` to `before-publish` (Parquet
 //!   files written, not moved) or `before-commit` (moved, manifest not replaced) aborts the
 //!   process there: the crash tests use them to prove that such a crash loses nothing and
-//!   that the ledger shows nothing of the batch.
+//!   that the ledger shows nothing of the batch. `manifest-rename` makes replacing the
+//!   manifest fail (as a full disk would): the batch's part files are then moved back out of
+//!   `charges/` (removed), and the import fails with the ledger as it was.
 
 mod columns;
 mod part;
@@ -254,26 +256,40 @@ impl Store {
     /// Takes the writer's lock (waiting for another writer to finish), sweeps files left by
     /// a crashed writer and loads the known ids.
     pub fn writer(&self) -> Result<Writer> {
-        self.writer_keeping(crate::ids::IN_MEMORY)
+        self.writer_keeping(crate::ids::IN_MEMORY, false)
     }
 
-    /// [`Store::writer`], holding at most `ids_in_memory` ids in memory.
-    fn writer_keeping(&self, ids_in_memory: usize) -> Result<Writer> {
-        io(&self.root, fs::create_dir_all(&self.root))?;
-        let lock_path = self.root.join(LOCK);
-        let lock = io(
-            &lock_path,
-            fs::OpenOptions::new().create(true).truncate(false).write(true).open(&lock_path),
-        )?;
-        io(&lock_path, lock.lock())?;
+    /// [`Store::writer`], holding at most `ids_in_memory` ids in memory. A dry run writes
+    /// nothing to the ledger, not even the lock (the ledger may be read-only): it reads the
+    /// committed ids without the lock, and spills ids to the system's temporary folder.
+    fn writer_keeping(&self, ids_in_memory: usize, dry_run: bool) -> Result<Writer> {
+        let lock = if dry_run {
+            None
+        } else {
+            io(&self.root, fs::create_dir_all(&self.root))?;
+            let lock_path = self.root.join(LOCK);
+            let lock = io(
+                &lock_path,
+                fs::OpenOptions::new().create(true).truncate(false).write(true).open(&lock_path),
+            )?;
+            io(&lock_path, lock.lock())?;
+            Some(lock)
+        };
         let manifest = self.manifest()?;
-        self.sweep(&manifest)?;
+        if !dry_run {
+            self.sweep(&manifest)?;
+        }
         let batch = format!(
             "{}-{:08x}",
             Utc::now().format("%Y%m%dT%H%M%S%.6fZ"),
             std::process::id() ^ (Utc::now().timestamp_subsec_nanos())
         );
-        let mut known = IdIndex::spilling(self.root.join(TMP).join(&batch), ids_in_memory);
+        let scratch = if dry_run {
+            std::env::temp_dir().join(format!("gpuaudit-dry-run-{batch}"))
+        } else {
+            self.root.join(TMP).join(&batch)
+        };
+        let mut known = IdIndex::spilling(scratch, ids_in_memory);
         for part in manifest.batches.iter().flat_map(|b| &b.files) {
             let path = self.root.join(&part.path);
             let df = read_parquet(&path, Some(vec!["id".into()]))?;
@@ -289,7 +305,7 @@ impl Store {
         }
         Ok(Writer {
             root: self.root.clone(),
-            _lock: Some(lock),
+            _lock: lock,
             manifest,
             known,
             file: 0,
@@ -329,7 +345,7 @@ impl Store {
         let mut writer = if options.dry_run && !self.root.join(MANIFEST).exists() {
             Writer::detached(&self.root)
         } else {
-            self.writer_keeping(in_memory)?
+            self.writer_keeping(in_memory, options.dry_run)?
         };
         let mut outcomes = Vec::new();
         let mut failure = Failure::default();
@@ -686,7 +702,9 @@ impl Writer {
         }
         self.rejects.push(rel);
         let file = io(&full, File::create(&full))?;
-        let mut csv = csv::Writer::from_writer(std::io::BufWriter::new(file));
+        // Rows keep their width, whatever it is: a short or long row is the most common bad row.
+        let mut csv =
+            csv::WriterBuilder::new().flexible(true).from_writer(std::io::BufWriter::new(file));
         let mut head = vec!["line".to_owned(), "column".to_owned(), "reason".to_owned()];
         head.extend(header.iter().cloned());
         csv.write_record(&head).map_err(|e| csv_error(&full, e))?;
@@ -750,22 +768,36 @@ impl Writer {
             sources: std::mem::take(&mut self.sources),
             rows: self.parts.iter().map(|p| p.rows).sum(),
             months: months.into_iter().collect(),
-            files: std::mem::take(&mut self.parts),
-            rejects: std::mem::take(&mut self.rejects),
+            files: self.parts.clone(),
+            rejects: self.rejects.clone(),
         };
         let mut manifest = std::mem::take(&mut self.manifest);
         manifest.version = 1;
         manifest.batches.push(batch);
         failpoint("before-commit");
         let tmp = self.root.join(MANIFEST_TMP);
-        let bytes = serde_json::to_vec_pretty(&manifest)
-            .map_err(|e| Error::ledger(&tmp, format!("cannot encode manifest: {e}")))?;
-        let mut file = io(&tmp, File::create(&tmp))?;
-        io(&tmp, file.write_all(&bytes).and_then(|()| file.sync_all()))?;
-        let target = self.root.join(MANIFEST);
-        io(&target, fs::rename(&tmp, &target))?;
+        if let Err(e) = self.replace_manifest(&manifest, &tmp) {
+            // The manifest was not replaced: the batch's files go, so that nothing reading
+            // `charges/**` directly counts rows no manifest names.
+            let _ = fs::remove_file(&tmp);
+            self.abort();
+            return Err(e);
+        }
+        self.parts.clear();
+        self.rejects.clear();
         sync_dir(&self.root)?;
         Ok(Some(self.batch.clone()))
+    }
+
+    /// Writes `manifest` to `tmp`, syncs it and renames it over `manifest.json`.
+    fn replace_manifest(&self, manifest: &Manifest, tmp: &Path) -> Result<()> {
+        let bytes = serde_json::to_vec_pretty(manifest)
+            .map_err(|e| Error::ledger(tmp, format!("cannot encode manifest: {e}")))?;
+        let mut file = io(tmp, File::create(tmp))?;
+        io(tmp, file.write_all(&bytes).and_then(|()| file.sync_all()))?;
+        failpoint_error("manifest-rename").map_err(|e| Error::io(tmp, e))?;
+        let target = self.root.join(MANIFEST);
+        io(&target, fs::rename(tmp, &target))
     }
 }
 
@@ -775,6 +807,15 @@ impl Drop for Writer {
         self.known = IdIndex::in_memory();
         let _ = fs::remove_dir(self.root.join(TMP));
     }
+}
+
+/// An I/O error at `name` when `GPUAUDIT_FAILPOINT` says so (tests of a failed commit: a full
+/// disk or a permission error at the last step).
+fn failpoint_error(name: &str) -> std::io::Result<()> {
+    if std::env::var_os("GPUAUDIT_FAILPOINT").is_some_and(|v| v == name) {
+        return Err(std::io::Error::other(format!("failpoint {name}")));
+    }
+    Ok(())
 }
 
 /// Aborts the process at `name` when `GPUAUDIT_FAILPOINT` says so (crash tests).

@@ -1,0 +1,192 @@
+//! Regression tests of the trust issue through the binary: exit codes, messages naming the
+//! file, and the ledger's bytes, for the inputs that used to take the machine or lose rows.
+
+use std::io::Write;
+use std::process::{Command, Stdio};
+
+use super::{gpuaudit, snapshot, stderr, stdout, workdir};
+
+/// Imports the overlap fixture into the work folder's ledger; its files, byte for byte.
+fn seeded(dir: &std::path::Path) -> std::collections::BTreeMap<std::path::PathBuf, Vec<u8>> {
+    let ok = gpuaudit(dir, &["import", "fixtures/aliyun/valid/overlap_may01_02.csv"]);
+    assert_eq!(ok.status.code(), Some(0), "{}", stderr(&ok));
+    snapshot(&dir.join(".gpuaudit"))
+}
+
+#[test]
+fn hostile_files_are_refused_quickly_in_bounded_memory_naming_the_file() {
+    let dir = workdir();
+    let before = seeded(dir.path());
+    let cases = [
+        (
+            "fixtures/unknown/invalid/truncated_workbook.xlsx",
+            "error: fixtures/unknown/invalid/truncated_workbook.xlsx: not a readable workbook (XLSX, XLS or ODS): ",
+        ),
+        (
+            "fixtures/unknown/invalid/spaces_inside_the_sheet.xlsx",
+            "error: fixtures/unknown/invalid/spaces_inside_the_sheet.xlsx: not a readable workbook (XLSX, XLS or ODS): xl/worksheets/sheet1.xml holds a text or tag of more than 1 MiB\n",
+        ),
+        (
+            "fixtures/unknown/invalid/one_cell_at_xfd1048576.xlsx",
+            "error: fixtures/unknown/invalid/one_cell_at_xfd1048576.xlsx:1048576: column 交易时间: not found in the header",
+        ),
+        (
+            "fixtures/autodl/invalid/unclosed_quote_in_note.csv",
+            "error: fixtures/autodl/invalid/unclosed_quote_in_note.csv:5: column 备注: a quote opened here is never closed\n",
+        ),
+        ("/dev/zero", "error: /dev/zero:1: column #1: the row is longer than 1 MiB"),
+    ];
+    for (file, want) in cases {
+        let started = std::time::Instant::now();
+        // The address space is capped: a file that takes the machine fails the allocation.
+        let out = Command::new("bash")
+            .arg("-c")
+            .arg(format!(
+                "ulimit -v 4000000; exec {} import {file}",
+                env!("CARGO_BIN_EXE_gpuaudit")
+            ))
+            .current_dir(dir.path())
+            .env_remove("GPUAUDIT_LEDGER")
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(2), "{file}: {}", stderr(&out));
+        assert!(stderr(&out).starts_with(want), "{file}:\n got: {}\nwant: {want}", stderr(&out));
+        assert!(started.elapsed().as_secs() < 30, "{file} took {:?}", started.elapsed());
+        assert_eq!(snapshot(&dir.path().join(".gpuaudit")), before, "{file} changed the ledger");
+    }
+}
+
+#[test]
+fn a_bill_on_standard_input_or_a_pipe_is_read_once_and_whole() {
+    let dir = workdir();
+    let bill = std::fs::read(dir.path().join("fixtures/autodl/valid/two_days.csv")).unwrap();
+    let mut child = Command::new(env!("CARGO_BIN_EXE_gpuaudit"))
+        .args(["import", "--profile", "autodl", "-"])
+        .current_dir(dir.path())
+        .env_remove("GPUAUDIT_LEDGER")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    child.stdin.take().unwrap().write_all(&bill).unwrap();
+    let out = child.wait_with_output().unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert!(
+        stdout(&out).starts_with("-: profile autodl, 7 rows read, 7 new, 0 duplicates"),
+        "{}",
+        stdout(&out)
+    );
+    // A named pipe: opened once (a second open would wait for a writer forever), its first
+    // bytes not lost to a sniff.
+    let fifo = dir.path().join("bill.csv");
+    assert!(Command::new("mkfifo").arg(&fifo).status().unwrap().success());
+    let writer = {
+        let (fifo, bill) = (fifo.clone(), bill.clone());
+        std::thread::spawn(move || std::fs::write(fifo, bill).unwrap())
+    };
+    let out = Command::new("timeout")
+        .args(["20", env!("CARGO_BIN_EXE_gpuaudit"), "import", "bill.csv"])
+        .current_dir(dir.path())
+        .env_remove("GPUAUDIT_LEDGER")
+        .output()
+        .unwrap();
+    writer.join().unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert!(
+        stdout(&out).starts_with("bill.csv: profile autodl, 7 rows read, 0 new, 7 duplicates"),
+        "{}",
+        stdout(&out)
+    );
+}
+
+#[test]
+fn skip_invalid_keeps_short_and_long_rows_as_they_were() {
+    let dir = workdir();
+    let bill = dir.path().join("ragged.csv");
+    let good =
+        std::fs::read_to_string(dir.path().join("fixtures/autodl/valid/two_days.csv")).unwrap();
+    let mut lines: Vec<&str> = good.lines().collect();
+    lines.insert(2, "A0100,2024-05-02 10:00:00,支出");
+    lines.insert(3, "A0101,2024-05-02 11:00:00,支出,按量计费,余额,x1.0,90.00,容器实例ID：ab12cd34ef,extra,cells");
+    std::fs::write(&bill, lines.join("\n") + "\n").unwrap();
+    let out = gpuaudit(dir.path(), &["import", "--skip-invalid", "ragged.csv"]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert!(
+        stdout(&out)
+            .contains("ragged.csv: profile autodl, 9 rows read, 7 new, 0 duplicates, 2 rejected"),
+        "{}",
+        stdout(&out)
+    );
+    let rejects = dir.path().join(".gpuaudit/rejects");
+    let batch = std::fs::read_dir(&rejects).unwrap().next().unwrap().unwrap().path();
+    let file = std::fs::read_dir(batch).unwrap().next().unwrap().unwrap().path();
+    let text = std::fs::read_to_string(file).unwrap();
+    let rows: Vec<&str> = text.lines().collect();
+    assert_eq!(rows.len(), 3, "{text}");
+    assert_eq!(
+        rows[1],
+        "3,交易类型,\"missing (the row has 3 fields, the header 8)\",A0100,2024-05-02 10:00:00,支出"
+    );
+    assert!(
+        rows[2].starts_with("4,交易金额,\"\"\"x1.0\"\" is not an amount\",A0101,"),
+        "{}",
+        rows[2]
+    );
+    assert!(rows[2].ends_with(",容器实例ID：ab12cd34ef,extra,cells"), "{}", rows[2]);
+}
+
+#[test]
+fn a_dry_run_on_a_read_only_ledger_writes_nothing_and_succeeds() {
+    let dir = workdir();
+    seeded(dir.path());
+    let ledger = dir.path().join(".gpuaudit");
+    // A ledger copied read-only from elsewhere: no LOCK, and a file a crash left behind.
+    std::fs::remove_file(ledger.join("LOCK")).unwrap();
+    std::fs::write(ledger.join("charges/left-behind.parquet"), b"partial").unwrap();
+    let before = snapshot(&ledger);
+    let chmod = |mode: &str| {
+        let ledger = ledger.to_str().unwrap();
+        assert!(Command::new("chmod").args(["-R", mode, ledger]).status().unwrap().success());
+    };
+    chmod("a-w");
+    let out = gpuaudit(
+        dir.path(),
+        &["import", "--dry-run", "fixtures/aliyun/valid/overlap_may02_03.csv"],
+    );
+    chmod("u+w");
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert!(stdout(&out).contains("dry run: "), "{}", stdout(&out));
+    // Root ignores the permission bits: the bytes prove that nothing was written or swept.
+    assert_eq!(snapshot(&ledger), before);
+    assert!(!ledger.join("LOCK").exists());
+}
+
+#[test]
+fn a_failed_commit_leaves_no_part_file_of_the_batch_in_charges() {
+    let dir = workdir();
+    let before = seeded(dir.path());
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_gpuaudit"))
+        .args([
+            "import",
+            "fixtures/aliyun/valid/overlap_may02_03.csv",
+            "fixtures/autodl/valid/two_days.csv",
+        ])
+        .current_dir(dir.path())
+        .env_remove("GPUAUDIT_LEDGER")
+        .env("GPUAUDIT_FAILPOINT", "manifest-rename")
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("manifest.json.tmp: failpoint manifest-rename"),
+        "{}",
+        stderr(&out)
+    );
+    let mut after = snapshot(&dir.path().join(".gpuaudit"));
+    after.remove(&dir.path().join(".gpuaudit/LOCK"));
+    let mut want = before;
+    want.remove(&dir.path().join(".gpuaudit/LOCK"));
+    assert_eq!(after.keys().collect::<Vec<_>>(), want.keys().collect::<Vec<_>>());
+    assert_eq!(after, want);
+}
