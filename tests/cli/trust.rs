@@ -190,3 +190,58 @@ fn a_failed_commit_leaves_no_part_file_of_the_batch_in_charges() {
     assert_eq!(after.keys().collect::<Vec<_>>(), want.keys().collect::<Vec<_>>());
     assert_eq!(after, want);
 }
+
+/// An AutoDL log of `rows` expenses of `amount` each.
+fn log_of(dir: &std::path::Path, name: &str, rows: usize, amount: &str) -> String {
+    let mut text =
+        String::from("流水号,交易时间,收支类型,交易类型,交易渠道,交易金额,账户余额,备注\n");
+    for i in 0..rows {
+        let (day, hour) = (1 + i / 24 % 28, i % 24);
+        text.push_str(&format!(
+            "B{i:05},2024-05-{day:02} {hour:02}:59:59,支出,按量计费,余额,{amount},0.00,容器实例ID：big{}\n",
+            i % 9
+        ));
+    }
+    std::fs::write(dir.join(name), text).unwrap();
+    name.to_owned()
+}
+
+#[test]
+fn amounts_near_the_limit_are_exact_or_refused_never_a_panic() {
+    let dir = workdir();
+    let before = seeded(dir.path());
+    let huge = log_of(dir.path(), "huge.csv", 3, "99999999999999999999999999");
+    let out = gpuaudit(dir.path(), &["import", &huge]);
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    assert!(stderr(&out).starts_with(
+        "error: huge.csv:2: column 交易金额: \"99999999999999999999999999\" is too large an amount (the limit is 10^15)\n"
+    ), "{}", stderr(&out));
+    // A thousand amounts at the limit with 12 decimals need 31 digits: refused, exit 2.
+    let fine = log_of(dir.path(), "fine.csv", 1000, "999999999999999.999999999999");
+    let out = gpuaudit(dir.path(), &["import", &fine]);
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    assert!(stderr(&out).starts_with("error: "), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("the exact result does not fit in 28 significant digits"),
+        "{}",
+        stderr(&out)
+    );
+    assert_eq!(snapshot(&dir.path().join(".gpuaudit")), before);
+    // At the cents bills print, a thousand of them add up exactly.
+    let cents = log_of(dir.path(), "cents.csv", 1000, "999999999999999.99");
+    let out = gpuaudit(dir.path(), &["import", &cents]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let csv = gpuaudit(dir.path(), &["summary", "--by", "platform", "--format", "csv"]);
+    assert!(
+        stdout(&csv).contains("autodl,CNY,999999999999999990.00,999999999999999990.00,1000\n"),
+        "{}",
+        stdout(&csv)
+    );
+    for args in
+        [&["waste", "--month", "2024-05"][..], &["reconcile", "--month", "2024-05"], &["ledger"]]
+    {
+        let out = gpuaudit(dir.path(), args);
+        assert_eq!(out.status.code(), Some(0), "{args:?}: {}", stderr(&out));
+        assert!(!stderr(&out).contains("panicked"), "{args:?}: {}", stderr(&out));
+    }
+}

@@ -31,7 +31,7 @@ fn read(files: &[&str]) -> (Vec<Charge>, ReconcileInput) {
 fn run(files: &[&str], config: Config) -> Vec<Discrepancy> {
     let (charges, mut input) = read(files);
     input.config = config;
-    check(&charges, may(), &input)
+    check(&charges, may(), &input).unwrap()
 }
 
 /// (code, expected, actual, difference, lines)
@@ -116,7 +116,7 @@ fn r005_a_statement_file_catches_a_mismatch() {
         read(&["aliyun/valid/reconcile_clean.csv", "autodl/valid/two_days.csv"]);
     input.statements = read_statement(&fixture("statements/may_2024.csv")).unwrap();
     assert_eq!(input.statements.len(), 3);
-    let found = check(&charges, may(), &input);
+    let found = check(&charges, may(), &input).unwrap();
     assert_eq!(summary(&found), vec![("R005", dec!(10.00), dec!(6.23), dec!(-3.77), vec![3])]);
     assert!(found[0].locations[0].file.ends_with("statements/may_2024.csv"));
 }

@@ -130,3 +130,56 @@ fn a_header_with_a_mapped_column_twice_is_refused() {
         "{err}"
     );
 }
+
+#[test]
+fn sums_that_would_overflow_are_errors_in_waste_reconcile_and_summary() {
+    use chrono::TimeZone;
+    use gpuaudit_core::{Category, Charge, ChargeId, Kind, Origin, Pricing, YearMonth};
+    let may = YearMonth::new(2024, 5).unwrap();
+    let start = chrono::Utc.with_ymd_and_hms(2024, 5, 1, 0, 0, 0).unwrap();
+    // Figures a caller built itself, past what import accepts: the library must not panic.
+    let charges: Vec<Charge> = (0..2000)
+        .map(|i| Charge {
+            id: ChargeId(i),
+            platform: "aliyun".into(),
+            account: None,
+            billing_period: may,
+            charge_start: start + chrono::Duration::minutes(i as i64),
+            charge_end: start + chrono::Duration::minutes(i as i64 + 1),
+            resource_id: Some("d-orphan".into()),
+            resource_name: None,
+            instance_id: None,
+            region: None,
+            category: Category::DataDisk,
+            kind: Kind::Usage,
+            pricing: Pricing::OnDemand,
+            gpu_model: None,
+            gpu_count: None,
+            quantity: Some(dec!(1)),
+            unit: None,
+            unit_price: Some(dec!(50000000000000000000000000)),
+            list_cost: None,
+            billed_cost: dec!(50000000000000000000000000),
+            currency: "CNY".into(),
+            balance_after: None,
+            origin: Origin { file: "big.csv".into(), line: 2 + i as u64, item: "disk".into() },
+        })
+        .collect();
+    let config = gpuaudit_core::config::Config::default();
+    let waste = gpuaudit_core::waste::audit(&charges, may, &config).unwrap_err();
+    assert!(waste.to_string().contains("does not fit in 28 significant digits"), "{waste}");
+    let summary =
+        gpuaudit_core::report::summarize(&charges, &[gpuaudit_core::report::GroupKey::Platform]);
+    assert!(summary.is_err());
+    let input = gpuaudit_core::reconcile::ReconcileInput::default();
+    let statement = gpuaudit_core::reconcile::StatementLine {
+        platform: "aliyun".into(),
+        account: None,
+        month: may,
+        currency: "CNY".into(),
+        total: dec!(1),
+        location: gpuaudit_core::reconcile::Line { file: "s.csv".into(), line: 2 },
+    };
+    let input = gpuaudit_core::reconcile::ReconcileInput { statements: vec![statement], ..input };
+    assert!(gpuaudit_core::reconcile::check(&charges, may, &input).is_err());
+}

@@ -164,7 +164,7 @@ impl Book {
     }
 
     fn audit(&self, config: &Config) -> Vec<Finding> {
-        audit(&self.charges, may(), config)
+        audit(&self.charges, may(), config).unwrap()
     }
 }
 

@@ -24,7 +24,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let cents = |d: rust_decimal::Decimal| {
         d.round_dp_with_strategy(2, RoundingStrategy::MidpointAwayFromZero)
     };
-    let findings = audit(&charges, month, &config);
+    let findings = audit(&charges, month, &config)?;
     println!("{} charges read, {} findings in {month}", charges.len(), findings.len());
     for f in &findings {
         println!(
@@ -37,7 +37,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             f.charges.len()
         );
     }
-    for (currency, amount) in totals(&findings) {
+    for (currency, amount) in totals(&findings)? {
         println!("total wasted: {} {currency}", cents(amount));
     }
     Ok(())

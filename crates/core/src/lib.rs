@@ -15,7 +15,7 @@
 //! use gpuaudit_core::{parse_bill, report::{summarize, GroupKey}};
 //!
 //! let bill = parse_bill("bills/aliyun-2024-05.csv".as_ref(), None)?;
-//! for row in summarize(&bill.charges, &[GroupKey::Category]) {
+//! for row in summarize(&bill.charges, &[GroupKey::Category])? {
 //!     let _ = (row.keys, row.currency, row.billed_cost);
 //! }
 //! # Ok::<(), gpuaudit_core::Error>(())
@@ -31,6 +31,7 @@ pub mod ids;
 pub mod import;
 #[cfg(feature = "store")]
 pub mod ledger;
+pub mod money;
 mod parse;
 pub mod reconcile;
 pub mod report;

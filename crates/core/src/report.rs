@@ -82,18 +82,22 @@ pub struct SummaryRow {
     pub charges: u64,
 }
 
-/// Sums the spend of `charges` by `keys` (and currency). Exact: no rounding happens here.
+use crate::money;
+
+/// Sums the spend of `charges` by `keys` (and currency). Exact: no rounding happens here; a
+/// total that would not fit exactly is an [`crate::ErrorKind::Overflow`].
 pub fn summarize<'a>(
     charges: impl IntoIterator<Item = &'a Charge>,
     keys: &[GroupKey],
-) -> Vec<SummaryRow> {
+) -> crate::Result<Vec<SummaryRow>> {
     type Group = (Vec<Option<String>>, String);
     let mut groups: BTreeMap<Group, (Decimal, Decimal, u64)> = BTreeMap::new();
     for c in charges.into_iter().filter(|c| c.is_spend()) {
         let key = (keys.iter().map(|k| k.value(c)).collect(), c.currency.clone());
         let entry = groups.entry(key).or_default();
-        entry.0 += c.billed_cost;
-        entry.1 += c.list_cost.unwrap_or(c.billed_cost);
+        entry.0 = money::add(entry.0, c.billed_cost, "the summary's billed cost")?;
+        entry.1 =
+            money::add(entry.1, c.list_cost.unwrap_or(c.billed_cost), "the summary's list cost")?;
         entry.2 += 1;
     }
     let mut rows: Vec<SummaryRow> = groups
@@ -112,7 +116,7 @@ pub fn summarize<'a>(
             .then_with(|| a.keys.cmp(&b.keys))
             .then_with(|| a.currency.cmp(&b.currency))
     });
-    rows
+    Ok(rows)
 }
 
 /// Money as printed: every significant digit, at least two decimals, no separators

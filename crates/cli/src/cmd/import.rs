@@ -60,7 +60,11 @@ pub fn run(
                     money_text(footer.expected),
                     money_text(footer.actual),
                     footer.currency,
-                    money_text(footer.actual - footer.expected)
+                    money_text(gpuaudit_core::money::sub(
+                        footer.actual,
+                        footer.expected,
+                        "a footer's difference"
+                    )?)
                 ));
             }
         }

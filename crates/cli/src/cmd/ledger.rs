@@ -40,7 +40,7 @@ pub fn run(store: &Store, _args: LedgerArgs) -> Result<ExitCode, gpuaudit_core::
         &[Align::Left, Align::Left, Align::Right, Align::Left],
         &batches,
     ));
-    let rows: Vec<Vec<String>> = summarize(&charges, &[GroupKey::Month, GroupKey::Platform])
+    let rows: Vec<Vec<String>> = summarize(&charges, &[GroupKey::Month, GroupKey::Platform])?
         .into_iter()
         .map(|r| {
             let mut c: Vec<String> = r.keys.into_iter().map(Option::unwrap_or_default).collect();

@@ -92,7 +92,7 @@ pub fn run(
     // The balance chain follows whole files, so the months around this one are read too.
     let months = vec![month.previous(), month, month.next()];
     let charges = store.load(&LoadFilter { months })?;
-    let found = reconcile::check_with(&checks, &charges, month, &input);
+    let found = reconcile::check_with(&checks, &charges, month, &input)?;
     let text = match args.format {
         Format::Csv => render_csv(&found),
         Format::Json => render_json(month, &found),

@@ -38,12 +38,16 @@ pub fn run(store: &Store, args: SummaryArgs) -> Result<ExitCode, gpuaudit_core::
         filter.months.push(month.parse::<YearMonth>().map_err(usage)?);
     }
     let charges = store.load(&filter)?;
-    let rows = summarize(&charges, &keys);
-    emit(&render(&keys, &rows, args.format))?;
+    let rows = summarize(&charges, &keys)?;
+    emit(&render(&keys, &rows, args.format)?)?;
     Ok(ExitCode::SUCCESS)
 }
 
-fn render(keys: &[GroupKey], rows: &[SummaryRow], format: Format) -> String {
+fn render(
+    keys: &[GroupKey],
+    rows: &[SummaryRow],
+    format: Format,
+) -> Result<String, gpuaudit_core::Error> {
     let mut header: Vec<&str> = keys.iter().map(|k| k.as_str()).collect();
     header.extend(["currency", "billed_cost", "list_cost", "charges"]);
     let cells = |r: &SummaryRow| {
@@ -58,7 +62,7 @@ fn render(keys: &[GroupKey], rows: &[SummaryRow], format: Format) -> String {
     };
     let mut align = vec![Align::Left; keys.len() + 1];
     align.extend([Align::Right; 3]);
-    match format {
+    Ok(match format {
         Format::Csv => csv(&header, &rows.iter().map(cells).collect::<Vec<_>>()),
         Format::Json => {
             let items: Vec<serde_json::Value> = rows
@@ -81,7 +85,7 @@ fn render(keys: &[GroupKey], rows: &[SummaryRow], format: Format) -> String {
         }
         Format::Table | Format::Md => {
             let mut body: Vec<Vec<String>> = rows.iter().map(cells).collect();
-            for total in summarize_totals(rows) {
+            for total in summarize_totals(rows)? {
                 let mut row = vec![String::new(); keys.len()];
                 if let Some(first) = row.first_mut() {
                     *first = "total".into();
@@ -95,21 +99,22 @@ fn render(keys: &[GroupKey], rows: &[SummaryRow], format: Format) -> String {
                 table(&header, &align, &body)
             }
         }
-    }
+    })
 }
 
 /// One total row per currency.
-fn summarize_totals(rows: &[SummaryRow]) -> Vec<SummaryRow> {
+fn summarize_totals(rows: &[SummaryRow]) -> Result<Vec<SummaryRow>, gpuaudit_core::Error> {
+    use gpuaudit_core::money::add;
     let mut totals: Vec<SummaryRow> = Vec::new();
     for r in rows {
         match totals.iter_mut().find(|t| t.currency == r.currency) {
             Some(t) => {
-                t.billed_cost += r.billed_cost;
-                t.list_cost += r.list_cost;
+                t.billed_cost = add(t.billed_cost, r.billed_cost, "the summary's total")?;
+                t.list_cost = add(t.list_cost, r.list_cost, "the summary's total")?;
                 t.charges += r.charges;
             }
             None => totals.push(SummaryRow { keys: Vec::new(), ..r.clone() }),
         }
     }
-    totals
+    Ok(totals)
 }

@@ -86,13 +86,13 @@ pub fn run(
     let rules =
         select(&args.rules, waste::RULES, waste::rule_by_code, "rule", "rules: W001 to W006")?;
     let charges = store.load(&LoadFilter { months: months_to_load(month, &config) })?;
-    let findings = waste::audit_with(&rules, &charges, month, &config);
-    let totals = waste::totals(&findings);
+    let findings = waste::audit_with(&rules, &charges, month, &config)?;
+    let totals = waste::totals(&findings)?;
     let text = match args.format {
         Format::Csv => render_csv(&findings),
         Format::Json => render_json(month, &findings, &totals),
         Format::Table | Format::Md => {
-            render_text(month, &rules, &findings, &totals, args.format, args.explain)
+            render_text(month, &rules, &findings, &totals, args.format, args.explain)?
         }
     };
     emit(&text)?;
@@ -199,10 +199,10 @@ fn render_text(
     totals: &[(String, Decimal)],
     format: Format,
     explain: bool,
-) -> String {
+) -> Result<String, gpuaudit_core::Error> {
     let mut out = String::new();
     if findings.is_empty() {
-        return format!("waste in {month}: no findings\n");
+        return Ok(format!("waste in {month}: no findings\n"));
     }
     let header =
         ["platform", "instance", "resource", "category", "from", "to", "wasted", "per month"];
@@ -221,7 +221,7 @@ fn render_text(
         if mine.is_empty() {
             continue;
         }
-        let rule_totals = waste::totals(&mine.iter().map(|f| (*f).clone()).collect::<Vec<_>>());
+        let rule_totals = waste::totals(&mine.iter().map(|f| (*f).clone()).collect::<Vec<_>>())?;
         let sum: Vec<String> =
             rule_totals.iter().map(|(c, a)| format!("{} {c}", cents(*a))).collect();
         out.push_str(&format!(
@@ -274,5 +274,5 @@ fn render_text(
     }
     let grand: Vec<String> = totals.iter().map(|(c, a)| format!("{} {c}", cents(*a))).collect();
     out.push_str(&format!("total wasted in {month}: {}\n", grand.join(" + ")));
-    out
+    Ok(out)
 }

@@ -48,6 +48,7 @@ use std::sync::Arc;
 use crate::charge::{Category, Charge, ChargeId, YearMonth};
 use crate::error::{ErrorKind, Result, RowError};
 use crate::ids::{Claim, IdIndex};
+use crate::money;
 
 /// Where the reader sends what it finds.
 pub trait Sink {
@@ -156,7 +157,9 @@ pub(crate) trait Deliver {
     /// The billed cost and number of the new spend charges of one category and currency
     /// among those handed to [`Deliver::charge`] since the last batch: added up once a batch
     /// rather than a charge at a time.
-    fn spent(&mut self, _spend: Spend<'_>) {}
+    fn spent(&mut self, _spend: Spend<'_>) -> Result<()> {
+        Ok(())
+    }
 }
 
 /// See [`Deliver::spent`].
@@ -566,7 +569,7 @@ impl Tally {
                     if row.spend {
                         let group = (currency * categories + row.category as usize) * 2;
                         let group = &mut spend[group + usize::from(new)];
-                        group.0 += row.billed_cost;
+                        group.0 = money::add(group.0, row.billed_cost, "a file's spend")?;
                         group.1 += 1;
                     }
                 }
@@ -582,15 +585,15 @@ impl Tally {
                 let (billed, charges) = known_new[1];
                 if charges > 0 {
                     let platform = self.platform;
-                    sink.spent(Spend { platform, category, currency, billed, charges });
+                    sink.spent(Spend { platform, category, currency, billed, charges })?;
                 }
             }
             if groups.iter().all(|g| g.1 == 0) {
                 continue;
             }
-            let amount: Decimal = groups.iter().map(|g| g.0).sum();
+            let amount = money::sum(groups.iter().map(|g| g.0), "a file's spend")?;
             match self.totals.get_mut(currency.as_str()) {
-                Some(total) => *total += amount,
+                Some(total) => *total = money::add(*total, amount, "a file's spend")?,
                 None => {
                     self.totals.insert(currency.clone(), amount);
                 }
@@ -650,8 +653,8 @@ pub struct Bill {
 ///
 /// ```no_run
 /// let bill = gpuaudit_core::parse_bill("bills/autodl-2024-05.csv".as_ref(), None)?;
-/// let spend: rust_decimal::Decimal =
-///     bill.charges.iter().filter(|c| c.is_spend()).map(|c| c.billed_cost).sum();
+/// let spend = bill.charges.iter().filter(|c| c.is_spend()).map(|c| c.billed_cost);
+/// let spend = gpuaudit_core::money::sum(spend, "the bill's spend")?;
 /// # Ok::<(), gpuaudit_core::Error>(())
 /// ```
 pub fn parse_bill(path: &Path, profile: Option<&'static dyn Profile>) -> Result<Bill> {

@@ -553,7 +553,7 @@ impl Writer {
     }
 
     /// Adds the spend of new charges of a batch to the totals.
-    fn add_spend(&mut self, spend: Spend) {
+    fn add_spend(&mut self, spend: Spend) -> Result<()> {
         // Keys are looked up borrowed: no allocation once a group exists.
         let found = self.totals.iter_mut().find(|((p, c, cur), _)| {
             *c == spend.category && cur == spend.currency && p == spend.platform
@@ -565,8 +565,9 @@ impl Writer {
                 .entry((spend.platform.to_owned(), spend.category, spend.currency.to_owned()))
                 .or_default(),
         };
-        total.0 += spend.billed;
+        total.0 = crate::money::add(total.0, spend.billed, "the batch's spend")?;
         total.1 += spend.charges;
+        Ok(())
     }
 
     /// Takes the columns of the charges counted since the last call: the new ones go to
@@ -878,8 +879,8 @@ impl Deliver for BatchSink<'_> {
         Ok(())
     }
 
-    fn spent(&mut self, spend: Spend) {
-        self.writer.add_spend(spend);
+    fn spent(&mut self, spend: Spend) -> Result<()> {
+        self.writer.add_spend(spend)
     }
 
     fn encoded(&mut self, encoded: import::Encoded) -> Result<()> {

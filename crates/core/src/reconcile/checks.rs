@@ -7,6 +7,8 @@ use rust_decimal::Decimal;
 
 use super::{Check, Context, Discrepancy, Line, Measure, span_text};
 use crate::charge::{Category, Charge, Kind, Pricing};
+use crate::error::Result;
+use crate::money;
 use crate::report::money_text;
 use crate::waste::platform_zone;
 
@@ -45,15 +47,15 @@ impl Check for Arithmetic {
     fn name(&self) -> &'static str {
         "arithmetic"
     }
-    fn run(&self, ctx: &Context<'_>) -> Vec<Discrepancy> {
+    fn run(&self, ctx: &Context<'_>) -> Result<Vec<Discrepancy>> {
         let mut out = Vec::new();
         for c in ctx.in_month() {
             let (Some(price), Some(quantity)) = (c.unit_price, c.quantity) else { continue };
-            let expected = price * quantity;
+            let expected = money::mul(price, quantity, "a unit price times its quantity")?;
             let actual = c.list_cost.unwrap_or(c.billed_cost).abs();
-            let digits = actual.normalize().scale().max(2);
+            let digits = actual.normalize().scale().clamp(2, 26);
             let tolerance = (Decimal::new(5, digits + 1)).max(Decimal::new(1, 2));
-            let difference = actual - expected;
+            let difference = money::sub(actual, expected, "a line's arithmetic")?;
             if difference.abs() <= tolerance {
                 continue;
             }
@@ -71,7 +73,7 @@ impl Check for Arithmetic {
             );
             out.push(d);
         }
-        out
+        Ok(out)
     }
 }
 
@@ -85,7 +87,7 @@ impl Check for DoubleCharge {
     fn name(&self) -> &'static str {
         "double-charge"
     }
-    fn run(&self, ctx: &Context<'_>) -> Vec<Discrepancy> {
+    fn run(&self, ctx: &Context<'_>) -> Result<Vec<Discrepancy>> {
         type Key<'a> = (&'a str, Option<&'a str>, &'a str, Category, &'a str, &'a str);
         let mut groups: BTreeMap<Key<'_>, Vec<&Charge>> = BTreeMap::new();
         for c in ctx.in_month() {
@@ -112,7 +114,7 @@ impl Check for DoubleCharge {
                     let end = c.charge_end.min(prev.charge_end);
                     let mut d = base(self, c, span_text(start, end));
                     d.expected = prev.billed_cost;
-                    d.actual = prev.billed_cost + c.billed_cost;
+                    d.actual = money::add(prev.billed_cost, c.billed_cost, "a double charge")?;
                     d.difference = c.billed_cost;
                     d.locations = vec![line(prev), line(c)];
                     d.detail = format!(
@@ -128,7 +130,7 @@ impl Check for DoubleCharge {
                 }
             }
         }
-        out
+        Ok(out)
     }
 }
 
@@ -142,7 +144,7 @@ impl Check for CoverageGap {
     fn name(&self) -> &'static str {
         "coverage-gap"
     }
-    fn run(&self, ctx: &Context<'_>) -> Vec<Discrepancy> {
+    fn run(&self, ctx: &Context<'_>) -> Result<Vec<Discrepancy>> {
         let continuous =
             [Category::SystemDisk, Category::DataDisk, Category::PublicIp, Category::Snapshot];
         let mut groups: BTreeMap<(&str, &str, Category), Vec<&Charge>> = BTreeMap::new();
@@ -189,7 +191,7 @@ impl Check for CoverageGap {
                 }
             }
         }
-        out
+        Ok(out)
     }
 }
 
@@ -203,7 +205,7 @@ impl Check for BalanceChain {
     fn name(&self) -> &'static str {
         "balance-chain"
     }
-    fn run(&self, ctx: &Context<'_>) -> Vec<Discrepancy> {
+    fn run(&self, ctx: &Context<'_>) -> Result<Vec<Discrepancy>> {
         let mut files: BTreeMap<(&str, Option<&str>, &str), Vec<&Charge>> = BTreeMap::new();
         for c in ctx.charges.iter().filter(|c| c.balance_after.is_some()) {
             files
@@ -222,12 +224,12 @@ impl Check for BalanceChain {
             for c in rows {
                 let stated = c.balance_after.unwrap_or_default();
                 if let Some(previous) = balance {
-                    let expected = previous - c.billed_cost;
+                    let expected = money::sub(previous, c.billed_cost, "a running balance")?;
                     if expected != stated && c.billing_period == ctx.month {
                         let mut d = base(self, c, c.billing_period.to_string());
                         d.expected = expected;
                         d.actual = stated;
-                        d.difference = stated - expected;
+                        d.difference = money::sub(stated, expected, "a running balance")?;
                         d.detail = format!(
                             "balance {} after {} {} should be {}",
                             money_text(stated),
@@ -241,7 +243,7 @@ impl Check for BalanceChain {
                 balance = Some(stated);
             }
         }
-        out
+        Ok(out)
     }
 }
 
@@ -255,7 +257,7 @@ impl Check for StatementTotal {
     fn name(&self) -> &'static str {
         "statement-total"
     }
-    fn run(&self, ctx: &Context<'_>) -> Vec<Discrepancy> {
+    fn run(&self, ctx: &Context<'_>) -> Result<Vec<Discrepancy>> {
         let mut out = Vec::new();
         for f in &ctx.input.footers {
             if f.expected != f.actual {
@@ -269,7 +271,7 @@ impl Check for StatementTotal {
                     measure: Measure::Money(f.currency.clone()),
                     expected: f.expected,
                     actual: f.actual,
-                    difference: f.actual - f.expected,
+                    difference: money::sub(f.actual, f.expected, "a footer's difference")?,
                     locations: vec![f.location.clone()],
                     detail: format!(
                         "the footer {} says {}, the file's rows add up to {}",
@@ -281,7 +283,7 @@ impl Check for StatementTotal {
             }
         }
         for s in ctx.input.statements.iter().filter(|s| s.month == ctx.month) {
-            let actual: Decimal = ctx
+            let of_statement = ctx
                 .in_month()
                 .filter(|c| {
                     c.is_spend()
@@ -289,8 +291,8 @@ impl Check for StatementTotal {
                         && c.currency == s.currency
                         && s.account.as_ref().is_none_or(|a| c.account.as_ref() == Some(a))
                 })
-                .map(|c| c.billed_cost)
-                .sum();
+                .map(|c| c.billed_cost);
+            let actual = money::sum(of_statement, "the ledger's total for a statement")?;
             if actual != s.total {
                 out.push(Discrepancy {
                     code: self.code(),
@@ -302,7 +304,7 @@ impl Check for StatementTotal {
                     measure: Measure::Money(s.currency.clone()),
                     expected: s.total,
                     actual,
-                    difference: actual - s.total,
+                    difference: money::sub(actual, s.total, "a statement's difference")?,
                     locations: vec![s.location.clone()],
                     detail: format!(
                         "the statement says {}, the ledger holds {}",
@@ -312,7 +314,7 @@ impl Check for StatementTotal {
                 });
             }
         }
-        out
+        Ok(out)
     }
 }
 
@@ -326,7 +328,7 @@ impl Check for RateCardCheck {
     fn name(&self) -> &'static str {
         "rate-card"
     }
-    fn run(&self, ctx: &Context<'_>) -> Vec<Discrepancy> {
+    fn run(&self, ctx: &Context<'_>) -> Result<Vec<Discrepancy>> {
         let config = &ctx.input.config;
         let mut out = Vec::new();
         for c in ctx.in_month() {
@@ -354,7 +356,7 @@ impl Check for RateCardCheck {
                 let mut d = base(self, c, c.billing_period.to_string());
                 d.expected = contracted;
                 d.actual = price;
-                d.difference = price - contracted;
+                d.difference = money::sub(price, contracted, "a price above the rate card")?;
                 d.detail = format!(
                     "{model} billed at {} per hour, the rate card says {}",
                     money_text(price),
@@ -363,7 +365,7 @@ impl Check for RateCardCheck {
                 out.push(d);
             }
         }
-        out
+        Ok(out)
     }
 }
 
@@ -377,13 +379,14 @@ impl Check for MixedCurrency {
     fn name(&self) -> &'static str {
         "mixed-currency"
     }
-    fn run(&self, ctx: &Context<'_>) -> Vec<Discrepancy> {
+    fn run(&self, ctx: &Context<'_>) -> Result<Vec<Discrepancy>> {
         /// Per currency: its sum and its first charge.
         type Currencies<'a> = BTreeMap<&'a str, (Decimal, &'a Charge)>;
         let mut groups: BTreeMap<(&str, Option<&str>), Currencies<'_>> = BTreeMap::new();
         for c in ctx.in_month() {
             let currencies = groups.entry((c.platform.as_str(), c.account.as_deref())).or_default();
-            currencies.entry(c.currency.as_str()).or_insert((Decimal::ZERO, c)).0 += c.billed_cost;
+            let sum = &mut currencies.entry(c.currency.as_str()).or_insert((Decimal::ZERO, c)).0;
+            *sum = money::add(*sum, c.billed_cost, "an account's spend in a currency")?;
         }
         let mut out = Vec::new();
         for currencies in groups.into_values().filter(|g| g.len() > 1) {
@@ -403,7 +406,7 @@ impl Check for MixedCurrency {
             d.detail = format!("one account bills in {}", parts.join(" and "));
             out.push(d);
         }
-        out
+        Ok(out)
     }
 }
 
@@ -417,7 +420,7 @@ impl Check for PeriodMismatch {
     fn name(&self) -> &'static str {
         "period-mismatch"
     }
-    fn run(&self, ctx: &Context<'_>) -> Vec<Discrepancy> {
+    fn run(&self, ctx: &Context<'_>) -> Result<Vec<Discrepancy>> {
         let mut out = Vec::new();
         for c in ctx.in_month() {
             let tz = platform_zone(&c.platform);
@@ -443,6 +446,6 @@ impl Check for PeriodMismatch {
             );
             out.push(d);
         }
-        out
+        Ok(out)
     }
 }

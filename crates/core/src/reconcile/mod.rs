@@ -160,7 +160,7 @@ pub trait Check: Sync {
     /// Short name, such as `arithmetic`.
     fn name(&self) -> &'static str;
     /// The check's discrepancies.
-    fn run(&self, ctx: &Context<'_>) -> Vec<Discrepancy>;
+    fn run(&self, ctx: &Context<'_>) -> Result<Vec<Discrepancy>>;
 }
 
 /// Every check, in code order.
@@ -199,7 +199,11 @@ pub fn check_by_code(code: &str) -> Option<&'static dyn Check> {
 }
 
 /// Runs every check.
-pub fn check(charges: &[Charge], month: YearMonth, input: &ReconcileInput) -> Vec<Discrepancy> {
+pub fn check(
+    charges: &[Charge],
+    month: YearMonth,
+    input: &ReconcileInput,
+) -> Result<Vec<Discrepancy>> {
     check_with(CHECKS, charges, month, input)
 }
 
@@ -209,17 +213,17 @@ pub fn check_with(
     charges: &[Charge],
     month: YearMonth,
     input: &ReconcileInput,
-) -> Vec<Discrepancy> {
+) -> Result<Vec<Discrepancy>> {
     let ctx = Context { charges, month, input };
     let mut out = Vec::new();
     for c in checks {
-        let mut found = c.run(&ctx);
+        let mut found = c.run(&ctx)?;
         found.sort_by(|a, b| {
             a.locations.cmp(&b.locations).then_with(|| a.platform.cmp(&b.platform))
         });
         out.extend(found);
     }
-    out
+    Ok(out)
 }
 
 /// The footer control totals of a file, each with what the file's rows add up to. Files

@@ -132,7 +132,7 @@ pub trait Rule: Sync {
     /// Short name, such as `storage-while-off`.
     fn name(&self) -> &'static str;
     /// The rule's findings for the audited month (before claims and `min_amount`).
-    fn check(&self, ctx: &Context<'_>) -> Vec<Finding>;
+    fn check(&self, ctx: &Context<'_>) -> crate::Result<Vec<Finding>>;
 }
 
 /// Every waste rule, in the order claims are made.
@@ -170,7 +170,7 @@ pub fn platform_zone(platform: &str) -> Tz {
 
 impl<'a> Context<'a> {
     /// Builds timelines, knowledge spans, first sightings and resource rates once.
-    pub fn new(charges: &'a [Charge], month: YearMonth, config: &'a Config) -> Self {
+    pub fn new(charges: &'a [Charge], month: YearMonth, config: &'a Config) -> crate::Result<Self> {
         let mut known: HashMap<&str, Span> = HashMap::new();
         let mut first_seen: HashMap<(&str, &str), DateTime<Utc>> = HashMap::new();
         let mut rates: HashMap<(&str, &str, Category, &str), Rate> = HashMap::new();
@@ -186,12 +186,12 @@ impl<'a> Context<'a> {
             if c.billing_period == month && c.is_spend() && c.billed_cost > Decimal::ZERO {
                 let key = (c.platform.as_str(), resource, c.category, c.currency.as_str());
                 let rate = rates.entry(key).or_insert((Decimal::ZERO, 0, c.charge_end));
-                rate.0 += c.billed_cost;
+                rate.0 = crate::money::add(rate.0, c.billed_cost, "a resource's spend")?;
                 rate.1 += (c.charge_end - c.charge_start).num_seconds();
                 rate.2 = rate.2.max(c.charge_end);
             }
         }
-        Context {
+        Ok(Context {
             charges,
             month,
             config,
@@ -199,7 +199,7 @@ impl<'a> Context<'a> {
             known,
             first_seen,
             rates,
-        }
+        })
     }
 
     /// A resource's spend in the month (billed, seconds, last end), by its charge `c`.
@@ -243,8 +243,9 @@ impl<'a> Context<'a> {
     }
 }
 
-/// Runs every rule of [`RULES`].
-pub fn audit(charges: &[Charge], month: YearMonth, config: &Config) -> Vec<Finding> {
+/// Runs every rule of [`RULES`]. A sum of money that would not fit exactly is an
+/// [`crate::ErrorKind::Overflow`], never a rounded total.
+pub fn audit(charges: &[Charge], month: YearMonth, config: &Config) -> crate::Result<Vec<Finding>> {
     audit_with(RULES, charges, month, config)
 }
 
@@ -255,14 +256,15 @@ pub fn audit_with(
     charges: &[Charge],
     month: YearMonth,
     config: &Config,
-) -> Vec<Finding> {
-    let ctx = Context::new(charges, month, config);
+) -> crate::Result<Vec<Finding>> {
+    let ctx = Context::new(charges, month, config)?;
     let mut claimed: HashSet<ChargeId> = HashSet::new();
     let mut out = Vec::new();
     for rule in rules {
-        for mut finding in rule.check(&ctx) {
+        for mut finding in rule.check(&ctx)? {
             finding.charges.retain(|e| !claimed.contains(&e.id));
-            finding.amount = finding.charges.iter().map(|e| e.wasted).sum();
+            let wasted = finding.charges.iter().map(|e| e.wasted);
+            finding.amount = crate::money::sum(wasted, "a finding's wasted money")?;
             if finding.charges.is_empty() || finding.amount < config.waste.min_amount {
                 continue;
             }
@@ -277,7 +279,7 @@ pub fn audit_with(
             .then_with(|| a.code.cmp(b.code))
             .then_with(|| a.resource_id.cmp(&b.resource_id))
     });
-    out
+    Ok(out)
 }
 
 /// The rule with `code`, case ignored.
@@ -286,10 +288,11 @@ pub fn rule_by_code(code: &str) -> Option<&'static dyn Rule> {
 }
 
 /// Total wasted per currency, exact, in currency order.
-pub fn totals(findings: &[Finding]) -> Vec<(String, Decimal)> {
+pub fn totals(findings: &[Finding]) -> crate::Result<Vec<(String, Decimal)>> {
     let mut t: std::collections::BTreeMap<String, Decimal> = Default::default();
     for f in findings {
-        *t.entry(f.currency.clone()).or_default() += f.amount;
+        let total = t.entry(f.currency.clone()).or_default();
+        *total = crate::money::add(*total, f.amount, "the month's wasted money")?;
     }
-    t.into_iter().collect()
+    Ok(t.into_iter().collect())
 }

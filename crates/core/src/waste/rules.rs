@@ -8,23 +8,31 @@ use rust_decimal::Decimal;
 use super::timeline::{Span, overlap_seconds};
 use super::{Context, Evidence, Finding, Rule, Severity};
 use crate::charge::{Category, Charge, Kind, Pricing};
+use crate::error::Result;
+use crate::money;
 use crate::report::money_text;
 
 /// Seconds in the 30-day month used for projections.
 const MONTH_SECONDS: i64 = 30 * 24 * 3600;
 
 /// The part of `c`'s billed cost that falls in `spans`, pro-rated by time.
-fn prorated(c: &Charge, spans: &[Span]) -> Decimal {
+fn prorated(c: &Charge, spans: &[Span]) -> Result<Decimal> {
     let duration = (c.charge_end - c.charge_start).num_seconds();
     if duration <= 0 {
         let inside = spans.iter().any(|&(s, e)| c.charge_start >= s && c.charge_start < e);
-        return if inside { c.billed_cost } else { Decimal::ZERO };
+        return Ok(if inside { c.billed_cost } else { Decimal::ZERO });
     }
-    match overlap_seconds((c.charge_start, c.charge_end), spans) {
+    Ok(match overlap_seconds((c.charge_start, c.charge_end), spans) {
         0 => Decimal::ZERO,
         o if o >= duration => c.billed_cost,
-        o => c.billed_cost * Decimal::from(o) / Decimal::from(duration),
-    }
+        o => share_of(c.billed_cost, Decimal::from(o), Decimal::from(duration))?,
+    })
+}
+
+/// `amount × part ÷ whole`: the share of an amount, pro-rated.
+fn share_of(amount: Decimal, part: Decimal, whole: Decimal) -> Result<Decimal> {
+    let what = "a charge's share of its time";
+    money::div(money::mul(amount, part, what)?, whole, what)
 }
 
 /// The part of `c`'s time inside `spans` (first start to last end); a charge with no
@@ -75,14 +83,14 @@ impl<'a> Drafts<'a> {
     fn findings(
         self,
         rule: &dyn Rule,
-        mut describe: impl FnMut(&[Piece<'a>]) -> (Decimal, String),
-    ) -> Vec<Finding> {
+        mut describe: impl FnMut(&[Piece<'a>]) -> Result<(Decimal, String)>,
+    ) -> Result<Vec<Finding>> {
         self.groups
             .into_values()
             .map(|items| {
-                let (projection, recommendation) = describe(&items);
+                let (projection, recommendation) = describe(&items)?;
                 let first = items[0].0;
-                Finding {
+                Ok(Finding {
                     code: rule.code(),
                     rule: rule.name(),
                     severity: Severity::Low,
@@ -93,7 +101,7 @@ impl<'a> Drafts<'a> {
                     category: first.category,
                     period_start: items.iter().map(|i| i.2.0).min().unwrap_or(first.charge_start),
                     period_end: items.iter().map(|i| i.2.1).max().unwrap_or(first.charge_end),
-                    amount: items.iter().map(|i| i.1).sum(),
+                    amount: money::sum(items.iter().map(|i| i.1), "a finding's wasted money")?,
                     currency: first.currency.clone(),
                     monthly_projection: projection,
                     charges: items
@@ -108,7 +116,7 @@ impl<'a> Drafts<'a> {
                         })
                         .collect(),
                     recommendation,
-                }
+                })
             })
             .collect()
     }
@@ -116,17 +124,17 @@ impl<'a> Drafts<'a> {
 
 /// What a resource costs per 30 days at its rate in the month, if it still bills on the last
 /// day of the month (or of what the ledger knows, if earlier); else 0.
-fn resource_projection(ctx: &Context<'_>, c: &Charge) -> Decimal {
+fn resource_projection(ctx: &Context<'_>, c: &Charge) -> Result<Decimal> {
     let (Some(known), Some((billed, seconds, last_end))) =
         (ctx.known_span(&c.platform), ctx.rate_of(c))
     else {
-        return Decimal::ZERO;
+        return Ok(Decimal::ZERO);
     };
     let horizon = known.1.min(ctx.month_span(&c.platform).1);
     if last_end < horizon - Duration::days(1) || seconds <= 0 {
-        return Decimal::ZERO;
+        return Ok(Decimal::ZERO);
     }
-    billed * Decimal::from(MONTH_SECONDS) / Decimal::from(seconds)
+    share_of(billed, Decimal::from(MONTH_SECONDS), Decimal::from(seconds))
 }
 
 fn name_of(c: &Charge) -> String {
@@ -159,7 +167,7 @@ fn while_off(
     categories: &[Category],
     grace_hours: u32,
     action: &str,
-) -> Vec<Finding> {
+) -> Result<Vec<Finding>> {
     let mut drafts = Drafts::default();
     let grace = Duration::hours(i64::from(grace_hours));
     let mut off: std::collections::HashMap<&str, Vec<Span>> = Default::default();
@@ -178,19 +186,19 @@ fn while_off(
         };
         let spans =
             off.entry(instance.as_str()).or_insert_with(|| tl.off_after_grace(known, grace));
-        drafts.add(c, prorated(c, spans), clip(c, spans));
+        drafts.add(c, prorated(c, spans)?, clip(c, spans));
     }
     drafts.findings(rule, |items| {
         let c = items[0].0;
         let instance = c.instance_id.as_deref().unwrap_or_default();
-        (
-            resource_projection(ctx, c),
+        Ok((
+            resource_projection(ctx, c)?,
             format!(
                 "The {} kept billing while instance {instance} was off for more than {}: {action}",
                 name_of(c),
                 days(grace_hours)
             ),
-        )
+        ))
     })
 }
 
@@ -204,7 +212,7 @@ impl Rule for StorageWhileOff {
     fn name(&self) -> &'static str {
         "storage-while-off"
     }
-    fn check(&self, ctx: &Context<'_>) -> Vec<Finding> {
+    fn check(&self, ctx: &Context<'_>) -> Result<Vec<Finding>> {
         let categories = [Category::SystemDisk, Category::DataDisk];
         let action = "release it, or move its data to cheaper storage before a long stop.";
         while_off(self, ctx, &categories, ctx.config.waste.storage_grace_hours, action)
@@ -221,7 +229,7 @@ impl Rule for IdlePublicIp {
     fn name(&self) -> &'static str {
         "idle-public-ip"
     }
-    fn check(&self, ctx: &Context<'_>) -> Vec<Finding> {
+    fn check(&self, ctx: &Context<'_>) -> Result<Vec<Finding>> {
         let action = "release or unbind it when the instance stops.";
         while_off(self, ctx, &[Category::PublicIp], ctx.config.waste.ip_grace_hours, action)
     }
@@ -237,7 +245,7 @@ impl Rule for UnattachedStorage {
     fn name(&self) -> &'static str {
         "unattached-storage"
     }
-    fn check(&self, ctx: &Context<'_>) -> Vec<Finding> {
+    fn check(&self, ctx: &Context<'_>) -> Result<Vec<Finding>> {
         let mut drafts = Drafts::default();
         let storage = [Category::SystemDisk, Category::DataDisk, Category::PublicIp];
         for c in ctx.in_month() {
@@ -261,10 +269,10 @@ impl Rule for UnattachedStorage {
                     format!("belongs to instance {i}, which had no compute in {lookback} days")
                 }
             };
-            (
-                resource_projection(ctx, c),
+            Ok((
+                resource_projection(ctx, c)?,
                 format!("The {} {why}: release it if nothing needs it.", name_of(c)),
-            )
+            ))
         })
     }
 }
@@ -279,7 +287,7 @@ impl Rule for StaleSnapshot {
     fn name(&self) -> &'static str {
         "stale-snapshot"
     }
-    fn check(&self, ctx: &Context<'_>) -> Vec<Finding> {
+    fn check(&self, ctx: &Context<'_>) -> Result<Vec<Finding>> {
         let n = ctx.config.waste.snapshot_days;
         let age = Duration::days(i64::from(n));
         let mut drafts = Drafts::default();
@@ -305,7 +313,7 @@ impl Rule for StaleSnapshot {
                 .map(|(s, e)| (s.max(old_from), e))
                 .filter(|(s, e)| s < e)
                 .collect();
-            drafts.add(c, prorated(c, &spans), clip(c, &spans));
+            drafts.add(c, prorated(c, &spans)?, clip(c, &spans));
         }
         drafts.findings(self, |items| {
             let c = items[0].0;
@@ -316,13 +324,13 @@ impl Rule for StaleSnapshot {
                 Some(i) => format!("its instance {i} never ran in the ledger"),
                 None => "it belongs to no known instance".to_owned(),
             };
-            (
-                resource_projection(ctx, c),
+            Ok((
+                resource_projection(ctx, c)?,
                 format!(
                     "The {} is over {n} days old and {owner}: delete it, or export what you need.",
                     name_of(c)
                 ),
-            )
+            ))
         })
     }
 }
@@ -330,40 +338,56 @@ impl Rule for StaleSnapshot {
 /// W005: on-demand compute that cost more in the month than a weekly or monthly plan.
 pub struct OnDemandOverSubscription;
 
+/// Plan prices seen in the ledger, per (platform, GPU model, currency): the lowest monthly
+/// (30-day) and weekly (7-day) price.
+type SeenPlans = BTreeMap<(String, String, String), (Option<Decimal>, Option<Decimal>)>;
+
 impl OnDemandOverSubscription {
-    /// The 30-day price of the cheapest subscription purchase seen in the ledger, per
-    /// platform and GPU model.
-    fn seen_plans(ctx: &Context<'_>) -> BTreeMap<(String, String), Decimal> {
-        let mut seen: BTreeMap<(String, String), Decimal> = BTreeMap::new();
+    /// The plan prices seen in the ledger (see the rule's docs).
+    fn seen_plans(ctx: &Context<'_>) -> Result<SeenPlans> {
+        let mut seen = SeenPlans::new();
         for c in ctx.charges {
             let plan = c.category == Category::Compute
                 && c.kind == Kind::Purchase
                 && c.pricing == Pricing::Subscription
                 && c.billed_cost > Decimal::ZERO;
-            let secs = (c.charge_end - c.charge_start).num_seconds();
-            if !plan || secs < 7 * 24 * 3600 {
-                continue;
-            }
+            let Some(days) = plan.then(|| plan_days(c)).flatten() else { continue };
             let Some(gpu) = model(ctx, c) else { continue };
-            let monthly = c.billed_cost * Decimal::from(MONTH_SECONDS) / Decimal::from(secs);
-            let entry = seen.entry((c.platform.clone(), gpu)).or_insert(monthly);
-            *entry = (*entry).min(monthly);
+            let entry = seen.entry((c.platform.clone(), gpu, c.currency.clone())).or_default();
+            let (slot, per) = if days >= 28 { (&mut entry.0, 30) } else { (&mut entry.1, 7) };
+            let price = share_of(c.billed_cost, Decimal::from(per), Decimal::from(days))?;
+            *slot = Some(slot.map_or(price, |p: Decimal| p.min(price)));
         }
-        seen
+        Ok(seen)
     }
 
-    /// The plan prices (monthly, weekly) for a GPU model on a platform: the rate card's, else
-    /// the monthly price of subscriptions seen in the ledger.
+    /// The plan prices (monthly, weekly) for a GPU model on a platform, in a currency: the rate
+    /// card's, else the lowest seen in the ledger for that length.
     fn plans(
         ctx: &Context<'_>,
-        seen: &BTreeMap<(String, String), Decimal>,
-        platform: &str,
-        gpu: &str,
+        seen: &SeenPlans,
+        (platform, gpu, currency): (&str, &str, &str),
     ) -> (Option<Decimal>, Option<Decimal>) {
         let card = ctx.config.rates.iter().find(|r| r.platform == platform && r.gpu_model == gpu);
-        let seen = seen.get(&(platform.to_owned(), gpu.to_owned())).copied();
-        (card.and_then(|r| r.monthly).or(seen), card.and_then(|r| r.weekly))
+        let key = (platform.to_owned(), gpu.to_owned(), currency.to_owned());
+        let (seen_monthly, seen_weekly) = seen.get(&key).copied().unwrap_or_default();
+        (card.and_then(|r| r.monthly).or(seen_monthly), card.and_then(|r| r.weekly).or(seen_weekly))
     }
+}
+
+/// The length in days of the plan a subscription purchase bought: its span when the bill
+/// gives one of a day or more, else the plan its item names (包周/weekly 7, 包月/monthly 30,
+/// 包年/yearly 365 days; 包日 and unnamed plans are not compared).
+fn plan_days(c: &Charge) -> Option<i64> {
+    let secs = (c.charge_end - c.charge_start).num_seconds();
+    if secs >= 86_400 {
+        return Some(secs / 86_400);
+    }
+    let item = c.origin.item.to_ascii_lowercase();
+    [("包年", 365), ("yearly", 365), ("包月", 30), ("monthly", 30), ("包周", 7), ("weekly", 7)]
+        .iter()
+        .find(|(word, _)| item.contains(word))
+        .map(|&(_, days)| days)
 }
 
 fn model(ctx: &Context<'_>, c: &Charge) -> Option<String> {
@@ -382,7 +406,7 @@ impl Rule for OnDemandOverSubscription {
     fn name(&self) -> &'static str {
         "on-demand-over-subscription"
     }
-    fn check(&self, ctx: &Context<'_>) -> Vec<Finding> {
+    fn check(&self, ctx: &Context<'_>) -> Result<Vec<Finding>> {
         let mut by_instance: BTreeMap<(String, String, String), Vec<&Charge>> = BTreeMap::new();
         for c in ctx.in_month() {
             let on_demand = c.category == Category::Compute
@@ -397,23 +421,28 @@ impl Rule for OnDemandOverSubscription {
             }
         }
         let mut findings = Vec::new();
-        let seen = Self::seen_plans(ctx);
-        for ((platform, instance, _), charges) in by_instance {
+        let seen = Self::seen_plans(ctx)?;
+        for ((platform, instance, currency), charges) in by_instance {
             let Some(gpu) = charges.iter().find_map(|c| model(ctx, c)) else { continue };
-            let (monthly, weekly) = Self::plans(ctx, &seen, &platform, &gpu);
+            let (monthly, weekly) = Self::plans(ctx, &seen, (&platform, &gpu, &currency));
             let start = charges.iter().map(|c| c.charge_start).min().unwrap_or_default();
             let end = charges.iter().map(|c| c.charge_end).max().unwrap_or_default();
             let active_days = ((end - start).num_seconds() + 86_399) / 86_400;
             let weeks = (active_days + 6) / 7;
+            let weekly = match weekly {
+                Some(w) => Some(money::mul(w, Decimal::from(weeks), "a weekly plan's price")?),
+                None => None,
+            };
             let options = [
                 monthly.map(|m| (m, "monthly plan".to_owned())),
-                weekly.map(|w| (w * Decimal::from(weeks), format!("{weeks}-week plan"))),
+                weekly.map(|w| (w, format!("{weeks}-week plan"))),
             ];
             let Some((best, plan)) = options.into_iter().flatten().min_by_key(|o| o.0) else {
                 continue;
             };
-            let on_demand: Decimal = charges.iter().map(|c| c.billed_cost).sum();
-            let savings = on_demand - best;
+            let on_demand =
+                money::sum(charges.iter().map(|c| c.billed_cost), "an instance's on-demand cost")?;
+            let savings = money::sub(on_demand, best, "the savings of a plan")?;
             if savings <= Decimal::ZERO {
                 continue;
             }
@@ -422,10 +451,11 @@ impl Rule for OnDemandOverSubscription {
                     / 3600;
             let mut drafts = Drafts::default();
             for c in &charges {
-                drafts.add(c, c.billed_cost * savings / on_demand, (c.charge_start, c.charge_end));
+                let share = share_of(c.billed_cost, savings, on_demand)?;
+                drafts.add(c, share, (c.charge_start, c.charge_end));
             }
             let projection = if active_days > 0 {
-                savings * Decimal::from(30) / Decimal::from(active_days.min(30))
+                share_of(savings, Decimal::from(30), Decimal::from(active_days.min(30)))?
             } else {
                 Decimal::ZERO
             };
@@ -437,11 +467,11 @@ impl Rule for OnDemandOverSubscription {
                 money_text(best.round_dp(2)),
             );
             // One finding per instance, whatever the resource ids of its rows.
-            let mut merged = drafts.findings(self, |_| (projection, text.clone()));
+            let mut merged = drafts.findings(self, |_| Ok((projection, text.clone())))?;
             if let Some(mut f) = merged.pop() {
                 for other in merged {
                     f.charges.extend(other.charges);
-                    f.amount += other.amount;
+                    f.amount = money::add(f.amount, other.amount, "a finding's wasted money")?;
                     f.period_start = f.period_start.min(other.period_start);
                     f.period_end = f.period_end.max(other.period_end);
                 }
@@ -449,7 +479,7 @@ impl Rule for OnDemandOverSubscription {
                 findings.push(f);
             }
         }
-        findings
+        Ok(findings)
     }
 }
 
@@ -463,39 +493,45 @@ impl Rule for TrafficHeavy {
     fn name(&self) -> &'static str {
         "traffic-heavy"
     }
-    fn check(&self, ctx: &Context<'_>) -> Vec<Finding> {
+    fn check(&self, ctx: &Context<'_>) -> Result<Vec<Finding>> {
         let share = ctx.config.waste.traffic_share;
         let mut cost: BTreeMap<(String, String, String), (Decimal, Vec<&Charge>)> = BTreeMap::new();
         for c in ctx.in_month() {
             let Some(i) = &c.instance_id else { continue };
             let entry =
                 cost.entry((c.platform.clone(), i.clone(), c.currency.clone())).or_default();
-            entry.0 += c.billed_cost;
+            entry.0 = money::add(entry.0, c.billed_cost, "an instance's cost")?;
             if c.category == Category::Traffic && c.billed_cost > Decimal::ZERO {
                 entry.1.push(c);
             }
         }
         let mut findings = Vec::new();
         for ((_, instance, _), (total, traffic)) in cost {
-            let spent: Decimal = traffic.iter().map(|c| c.billed_cost).sum();
-            let excess = spent - share * total;
+            let spent = money::sum(traffic.iter().map(|c| c.billed_cost), "an instance's traffic")?;
+            let allowed = money::mul(share, total, "an instance's traffic allowance")?;
+            let excess = money::sub(spent, allowed, "an instance's excess traffic")?;
             if total <= Decimal::ZERO || excess <= Decimal::ZERO {
                 continue;
             }
             let mut drafts = Drafts::default();
             for c in &traffic {
-                drafts.add(c, c.billed_cost * excess / spent, (c.charge_start, c.charge_end));
+                drafts.add(
+                    c,
+                    share_of(c.billed_cost, excess, spent)?,
+                    (c.charge_start, c.charge_end),
+                );
             }
-            let pct = (spent * Decimal::ONE_HUNDRED / total).round_dp(0);
+            let pct = share_of(spent, Decimal::ONE_HUNDRED, total)?.round_dp(0);
+            let limit = money::mul(share, Decimal::ONE_HUNDRED, "the traffic share")?;
             let text = format!(
                 "Traffic was {pct}% of instance {instance}'s cost (over {}%): a fixed-bandwidth \
                  plan, or moving data inside the region, would likely cost less.",
-                (share * Decimal::ONE_HUNDRED).normalize()
+                limit.normalize()
             );
-            findings.extend(
-                drafts.findings(self, |items| (resource_projection(ctx, items[0].0), text.clone())),
-            );
+            findings.extend(drafts.findings(self, |items| {
+                Ok((resource_projection(ctx, items[0].0)?, text.clone()))
+            })?);
         }
-        findings
+        Ok(findings)
     }
 }

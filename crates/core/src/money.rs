@@ -1,0 +1,92 @@
+//! Checked, exact arithmetic on money.
+//!
+//! `Decimal` keeps 28 significant digits. Its `+` panics on overflow and, worse, rounds
+//! silently when an exact sum needs more digits than it has (`99999999999999999999999999 +
+//! 3.673` gave `…002.67`). Every sum of money the library makes goes through [`add`] or
+//! [`sum`], which give the exact result or an [`crate::ErrorKind::Overflow`] naming what was
+//! being added; products and quotients (a unit price times a quantity, a charge pro-rated by
+//! time) go through [`mul`] and [`div`], which round only past the 28th digit, as any
+//! division must, and never panic.
+//!
+//! Bill amounts are bounded at import ([`crate::MAX_AMOUNT`]), so that a single figure and
+//! the product of two never come near the limit: an overflow here means a sum of very many
+//! very large figures, and the error says which total it was.
+
+use rust_decimal::Decimal;
+
+use crate::error::{ErrorKind, Result};
+
+fn overflow(what: &str) -> crate::Error {
+    ErrorKind::Overflow { what: what.to_owned() }.into()
+}
+
+/// `a + b`, exact, or an error naming `what`.
+///
+/// Exact means: to every decimal the figures have, up to [`crate::MAX_SCALE`] (12). Bill
+/// figures have at most 12, so their sums are exact to the last digit; a pro-rated share
+/// (a quotient of 28 significant digits) is summed exactly to its 12th decimal, and rounded
+/// past it as its division already was.
+pub fn add(a: Decimal, b: Decimal, what: &str) -> Result<Decimal> {
+    let kept = a.scale().max(b.scale()).min(crate::MAX_SCALE);
+    match a.checked_add(b) {
+        // A sum that needed more digits than there are comes back at a smaller scale.
+        Some(s) if s.scale() >= kept => Ok(s),
+        _ => Err(overflow(what)),
+    }
+}
+
+/// `a - b`, exact, or an error naming `what`.
+pub fn sub(a: Decimal, b: Decimal, what: &str) -> Result<Decimal> {
+    add(a, -b, what)
+}
+
+/// The exact sum of `items`, or an error naming `what`.
+pub fn sum(items: impl IntoIterator<Item = Decimal>, what: &str) -> Result<Decimal> {
+    items.into_iter().try_fold(Decimal::ZERO, |acc, x| add(acc, x, what))
+}
+
+/// `a × b` (rounded past the 28th significant digit), or an error naming `what`.
+pub fn mul(a: Decimal, b: Decimal, what: &str) -> Result<Decimal> {
+    a.checked_mul(b).ok_or_else(|| overflow(what))
+}
+
+/// `a ÷ b` (rounded past the 28th significant digit), or an error naming `what` (also for a
+/// division by zero).
+pub fn div(a: Decimal, b: Decimal, what: &str) -> Result<Decimal> {
+    a.checked_div(b).ok_or_else(|| overflow(what))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use rust_decimal_macros::dec;
+
+    #[test]
+    fn a_sum_that_would_lose_a_digit_is_an_error_not_a_rounded_total() {
+        let big = dec!(99999999999999999999999999);
+        let err = add(big, dec!(3.673), "the total").unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "the total: the exact result does not fit in 28 significant digits"
+        );
+        assert_eq!(add(dec!(1.10), dec!(2.205), "t").unwrap().to_string(), "3.305");
+        assert!(add(Decimal::MAX, Decimal::ONE, "t").is_err(), "overflow is an error, not a panic");
+        let many = std::iter::repeat_n(dec!(999999999999999.99), 1000);
+        assert_eq!(sum(many, "t").unwrap(), dec!(999999999999999990.00));
+        let more = std::iter::repeat_n(dec!(999999999999999.999999999999), 1000);
+        assert!(sum(more, "t").is_err(), "28 digits are not enough at 12 decimals");
+        assert_eq!(sub(dec!(5), dec!(7.5), "t").unwrap(), dec!(-2.5));
+        // Shares of 28 digits add up, rounded past their 12th decimal as divisions are.
+        let third = div(dec!(100), dec!(3), "t").unwrap();
+        let whole = sum([third, third, third, dec!(1000000.01)], "t").unwrap();
+        assert_eq!(whole.round_dp(12), dec!(1000100.010000000000));
+    }
+
+    #[test]
+    fn products_and_quotients_never_panic() {
+        assert!(mul(Decimal::MAX, dec!(2), "t").is_err());
+        assert!(div(dec!(1), Decimal::ZERO, "t").is_err());
+        assert_eq!(mul(dec!(0.5), dec!(3), "t").unwrap(), dec!(1.5));
+        assert_eq!(div(dec!(1), dec!(4), "t").unwrap(), dec!(0.25));
+    }
+}
