@@ -336,6 +336,11 @@ impl Rule for StaleSnapshot {
 }
 
 /// W005: on-demand compute that cost more in the month than a weekly or monthly plan.
+///
+/// The plan prices are the rate card's, else the lowest seen in the ledger for the same
+/// platform, GPU model and currency: a subscription purchase of compute whose length is its
+/// span (a day or more) or the plan its item names ([`plan_days`]), pro-rated to 30 days
+/// (plans of 28 days or more) or 7 days (shorter ones). GPU counts are not compared.
 pub struct OnDemandOverSubscription;
 
 /// Plan prices seen in the ledger, per (platform, GPU model, currency): the lowest monthly
