@@ -188,8 +188,8 @@ fn sums_that_would_overflow_are_errors_in_waste_reconcile_and_summary() {
 fn w005_uses_a_plan_price_seen_in_the_ledger() {
     // An AutoDL 包月 order for one RTX 4090 instance (its model from the [[instance]] notes),
     // and another RTX 4090 on demand all month, above that price; no rate card.
-    let bill = parse_bill(&fixture("autodl/valid/monthly_plan_seen_in_the_ledger.csv"), None)
-        .unwrap();
+    let bill =
+        parse_bill(&fixture("autodl/valid/monthly_plan_seen_in_the_ledger.csv"), None).unwrap();
     let notes = "[[instance]]\nplatform = \"autodl\"\nid = \"a1f00d2c9e\"\ngpu_model = \"RTX 4090\"\n\
                  [[instance]]\nplatform = \"autodl\"\nid = \"b2c0ffee77\"\ngpu_model = \"RTX 4090\"\n";
     let config =
@@ -201,7 +201,11 @@ fn w005_uses_a_plan_price_seen_in_the_ledger() {
     // 672 h × 2.58 = 1733.76 on demand, against the 1500.00 the 包月 order paid for 30 days.
     assert_eq!(w005[0].amount.round_dp(12), dec!(233.76));
     assert_eq!(w005[0].instance_id.as_deref(), Some("b2c0ffee77"));
-    assert!(w005[0].recommendation.contains("a monthly plan costs 1500.00"), "{}", w005[0].recommendation);
+    assert!(
+        w005[0].recommendation.contains("a monthly plan costs 1500.00"),
+        "{}",
+        w005[0].recommendation
+    );
     // Without the notes the plan's GPU model is unknown: nothing to compare.
     let none = gpuaudit_core::waste::audit(&bill.charges, may, &Default::default()).unwrap();
     assert!(none.iter().all(|f| f.code != "W005"));

@@ -244,8 +244,14 @@ impl<'de> Deserialize<'de> for YearMonth {
 /// The stable identity of a charge: 128 bits of XXH3 over the fields that identify it.
 ///
 /// It is the hash of (platform, account, the row's native id) where the format has one
-/// (流水号, RecordID …), else of every normalised field of the charge plus the occurrence
-/// number of that exact row in its file. Importing the same rows again gives the same ids.
+/// (流水号, RecordID …), else of every normalised field of the charge, the non-empty cells of
+/// the columns the profile does not read (by header name), and the occurrence number of that
+/// exact row in its file. Importing the same rows again gives the same ids, from one file or
+/// from the parts of a split export, in any order; rows that differ in any cell of the bill
+/// stay apart. A later export that adds a column with values gives its rows new identities
+/// (they would be imported again beside the old ones: import such an export into a ledger of
+/// its own, or remove the older batch first with `gpuaudit ledger --remove`); an added column
+/// left empty changes nothing.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct ChargeId(pub u128);
 
@@ -272,10 +278,20 @@ impl ChargeId {
     /// The hash of a charge's platform, account and every normalised field (not its id nor
     /// where it was read): equal for identical rows.
     pub fn content_key(charge: &Charge) -> u128 {
+        ChargeId::content_key_with(charge, None)
+    }
+
+    /// [`ChargeId::content_key`] with the hash of the row's cells that the charge does not
+    /// carry ([`crate::import::Parsed::unmapped`]); `None` gives the plain content key.
+    pub fn content_key_with(charge: &Charge, unmapped: Option<u128>) -> u128 {
         let mut h = IdHasher::new("content");
         h.field(&charge.platform);
         h.field(charge.account.as_deref().unwrap_or(""));
         charge.hash_content(&mut h);
+        if let Some(cells) = unmapped {
+            h.field("unmapped");
+            h.bytes(&cells.to_le_bytes());
+        }
         h.finish().0
     }
 }

@@ -401,7 +401,7 @@ fn seed(parsed: &Parsed) -> IdSeed {
             IdSeed::Native(ChargeId::from_native(&c.platform, c.account.as_deref(), native))
         }
         None => {
-            let key = ChargeId::content_key(c);
+            let key = ChargeId::content_key_with(c, parsed.unmapped);
             IdSeed::Content(key, ChargeId::from_content(key, 0))
         }
     }

@@ -29,12 +29,17 @@ pub struct Parsed {
     pub charge: Charge,
     /// The format's own row id (流水号 …), which then alone decides identity.
     pub native_id: Option<String>,
+    /// For a row without a native id: a hash of its non-empty cells in columns the profile
+    /// does not read, by header name (`None` when there are none). Part of the row's content
+    /// identity, so that rows differing only there (a FOCUS export's own `Id`) stay apart
+    /// across the files of a split export.
+    pub unmapped: Option<u128>,
 }
 
 impl Parsed {
     /// A charge with every field empty, for a parser to fill in place.
     pub(crate) fn blank() -> Self {
-        Parsed { charge: Charge::blank(), native_id: None }
+        Parsed { charge: Charge::blank(), native_id: None, unmapped: None }
     }
 }
 

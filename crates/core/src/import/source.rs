@@ -541,16 +541,44 @@ impl<'a> Row<'a> {
     /// The trimmed text of column `col`; `None` when the column is absent or the cell empty.
     pub(crate) fn text(&self, col: usize) -> Result<Option<Cow<'a, str>>, RowError> {
         let Some(i) = self.header.map[col] else { return Ok(None) };
+        self.cell(i, col)
+    }
+
+    /// The header's columns that the profile does not read, as (index, name), in the order
+    /// of their names: what identity adds for rows without a native id.
+    pub(crate) fn unmapped(&self) -> Vec<(usize, String)> {
+        let mut out: Vec<(usize, String)> = (0..self.header.names.len())
+            .filter(|i| !self.header.map.contains(&Some(*i)))
+            .map(|i| (i, self.header.names[i].to_lowercase()))
+            .filter(|(_, name)| !name.is_empty())
+            .collect();
+        out.sort_by(|a, b| a.1.cmp(&b.1));
+        out
+    }
+
+    /// The trimmed text of the row's `i`-th cell, which is not one the profile reads; `None`
+    /// when it is empty or missing.
+    pub(crate) fn unmapped_cell(&self, i: usize) -> Result<Option<Cow<'a, str>>, RowError> {
+        self.cell(i, usize::MAX)
+    }
+
+    /// The trimmed text of the row's `i`-th cell; `col` names the profile's column in errors
+    /// (`usize::MAX`: the header's own name).
+    fn cell(&self, i: usize, col: usize) -> Result<Option<Cow<'a, str>>, RowError> {
         if let Some(cell) = self.whole.and_then(|w| w.get(self.record.range(i)?)) {
             return Ok(Some(trim(cell)).filter(|s| !s.is_empty()).map(Cow::Borrowed));
         }
         let Some(bytes) = self.record.get(i) else { return Ok(None) };
         let offset = self.record.position().map_or(0, |p| p.byte());
         // The column is named only when there is an error (naming it costs a lookup a cell).
+        let name = |row: &Self| match col {
+            usize::MAX => row.header.names.get(i).cloned().unwrap_or_default(),
+            _ => row.column_name(col).to_owned(),
+        };
         let text =
             self.ctx.decode(bytes, self.line, "", offset).map_err(|e| match e.into_kind() {
                 ErrorKind::Encoding { location, offset } => RowError {
-                    location: location.with_column(self.column_name(col)),
+                    location: location.with_column(name(self)),
                     message: format!("bytes at offset {offset} are neither UTF-8 nor GB18030"),
                 },
                 other => RowError {

@@ -614,6 +614,7 @@ impl Profile for SpecProfile {
             class_key: String::new(),
             locations: self.instance.iter().map(|(_, _, re)| re.capture_locations()).collect(),
             texts: Vec::new(),
+            unmapped: None,
         })
     }
     fn rows_independent(&self) -> bool {
@@ -783,6 +784,24 @@ struct SpecParser<'p> {
     locations: Vec<regex::CaptureLocations>,
     /// The vector of a row's cells, kept (empty) for the next row.
     texts: Vec<Option<Cow<'static, str>>>,
+    /// The file's columns the profile does not read, by name (see [`Parsed::unmapped`]).
+    unmapped: Option<Vec<(usize, String)>>,
+}
+
+/// The hash of a row's non-empty cells among `unmapped` (index, lower-case name), in name
+/// order; `None` when all are empty, so that a file without such columns keeps the identity
+/// it had before they counted.
+fn unmapped_key(row: &Row<'_>, unmapped: &[(usize, String)]) -> Result<Option<u128>, RowError> {
+    let mut hasher: Option<xxhash_rust::xxh3::Xxh3> = None;
+    for (i, name) in unmapped {
+        let Some(text) = row.unmapped_cell(*i)? else { continue };
+        let h = hasher.get_or_insert_with(xxhash_rust::xxh3::Xxh3::new);
+        h.update(name.as_bytes());
+        h.update(&[0x1f]);
+        h.update(text.as_bytes());
+        h.update(&[0x1e]);
+    }
+    Ok(hasher.map(|h| h.digest128()))
 }
 
 /// Distinct classifier inputs a parser remembers before it starts afresh.
@@ -1039,6 +1058,13 @@ impl RowParser for SpecParser<'_> {
             id.push_str(facts.text(i));
         }
         parsed.native_id = id.chars().any(|c| c != '\u{1f}').then_some(id);
+        parsed.unmapped = match parsed.native_id {
+            Some(_) => None,
+            None => {
+                let unmapped = self.unmapped.get_or_insert_with(|| row.unmapped());
+                unmapped_key(row, unmapped)?
+            }
+        };
         let kept = keep.zip(instance).map(|(max, id)| (id.to_owned(), start, max));
         self.texts = facts.texts.into_iter().map(|_| None).collect();
         match kept {
