@@ -245,3 +245,93 @@ fn amounts_near_the_limit_are_exact_or_refused_never_a_panic() {
         assert!(!stderr(&out).contains("panicked"), "{args:?}: {}", stderr(&out));
     }
 }
+
+#[test]
+fn a_row_dated_outside_the_import_window_is_refused_at_its_line() {
+    let dir = workdir();
+    let before = seeded(dir.path());
+    let bill = "流水号,交易时间,收支类型,交易类型,交易渠道,交易金额,账户余额,备注\n\
+                Z1,1995-06-01 10:00:00,支出,按量计费,余额,1.00,9.00,容器实例ID：zz\n\
+                Z2,0000-01-01 10:00:00,支出,按量计费,余额,1.00,8.00,容器实例ID：zz\n";
+    std::fs::write(dir.path().join("old.csv"), bill).unwrap();
+    let out = gpuaudit(dir.path(), &["import", "old.csv"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert_eq!(
+        stderr(&out),
+        "error: old.csv:2: column 交易时间: \"1995-06-01 10:00:00\" is outside the years 2000–2100 a bill may have (the import window)\n\
+         old.csv:3: column 交易时间: \"0000-01-01 10:00:00\" is outside the years 2000–2100 a bill may have (the import window)\n\
+         nothing was imported (use --skip-invalid to import the valid rows)\n"
+    );
+    assert_eq!(snapshot(&dir.path().join(".gpuaudit")), before);
+    // The window is a setting: widened, the 1995 row imports (year 0 is no month at all).
+    std::fs::write(dir.path().join("gpuaudit.toml"), "[import]\nfirst_year = 1990\n").unwrap();
+    let out = gpuaudit(dir.path(), &["import", "--skip-invalid", "old.csv"]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert!(
+        stdout(&out)
+            .contains("old.csv: profile autodl, 2 rows read, 1 new, 0 duplicates, 1 rejected"),
+        "{}",
+        stdout(&out)
+    );
+    let summary = gpuaudit(dir.path(), &["summary", "--month", "1995-06", "--format", "csv"]);
+    assert_eq!(
+        stdout(&summary),
+        "platform,category,currency,billed_cost,list_cost,charges\nautodl,compute,CNY,1.00,1.00,1\n"
+    );
+}
+
+#[test]
+fn a_ledger_with_a_file_it_cannot_read_is_repaired_by_removing_its_batch() {
+    let dir = workdir();
+    seeded(dir.path());
+    let out = gpuaudit(dir.path(), &["import", "fixtures/autodl/valid/two_days.csv"]);
+    assert_eq!(out.status.code(), Some(0));
+    let ledger = dir.path().join(".gpuaudit");
+    let manifest: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(ledger.join("manifest.json")).unwrap()).unwrap();
+    let batch = manifest["batches"][1]["id"].as_str().unwrap().to_owned();
+    let part = manifest["batches"][1]["files"][0]["path"].as_str().unwrap().to_owned();
+    let clean = gpuaudit(dir.path(), &["ledger", "--verify"]);
+    assert_eq!(clean.status.code(), Some(0), "{}", stdout(&clean));
+    assert!(
+        stdout(&clean)
+            .ends_with("2 batches, 2 files, 11 charges: every file is as the manifest says\n"),
+        "{}",
+        stdout(&clean)
+    );
+    std::fs::write(ledger.join(&part), b"PAR1 not a parquet file PAR1").unwrap();
+    let summary = gpuaudit(dir.path(), &["summary"]);
+    assert_eq!(summary.status.code(), Some(2));
+    let err = stderr(&summary);
+    assert!(
+        err.contains(&part) && err.contains(&format!("`gpuaudit ledger --remove {batch}`")),
+        "{err}"
+    );
+    let verify = gpuaudit(dir.path(), &["ledger", "--verify"]);
+    assert_eq!(verify.status.code(), Some(1));
+    assert!(stdout(&verify).contains(&format!("{part}: cannot be read: ")), "{}", stdout(&verify));
+    assert!(
+        stdout(&verify).ends_with(&format!("repair: gpuaudit ledger --remove {batch}\n")),
+        "{}",
+        stdout(&verify)
+    );
+    let unknown = gpuaudit(dir.path(), &["ledger", "--remove", "no-such-batch"]);
+    assert_eq!(unknown.status.code(), Some(2));
+    assert!(
+        stderr(&unknown).contains("no batch \"no-such-batch\"; batches: "),
+        "{}",
+        stderr(&unknown)
+    );
+    let removed = gpuaudit(dir.path(), &["ledger", "--remove", &batch]);
+    assert_eq!(removed.status.code(), Some(0), "{}", stderr(&removed));
+    assert_eq!(
+        stdout(&removed),
+        format!("removed batch {batch}: 7 charges of fixtures/autodl/valid/two_days.csv\n")
+    );
+    assert!(!ledger.join(&part).exists(), "the batch's files are swept");
+    let verify = gpuaudit(dir.path(), &["ledger", "--verify"]);
+    assert_eq!(verify.status.code(), Some(0), "{}", stdout(&verify));
+    // The bill imports again after the repair.
+    let again = gpuaudit(dir.path(), &["import", "fixtures/autodl/valid/two_days.csv"]);
+    assert!(stdout(&again).contains("7 new, 0 duplicates"), "{}", stdout(&again));
+}

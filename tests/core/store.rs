@@ -311,3 +311,41 @@ fn rows_of_a_split_export_are_not_merged_across_files() {
     let again = reversed.import(&[whole], &options).unwrap();
     assert_eq!((again.files[0].new, again.files[0].duplicates), (0, 3006));
 }
+
+#[test]
+fn verify_finds_missing_files_wrong_row_counts_and_repeated_ids() {
+    let (_dir, store) = ledger();
+    store.import(&[fixture("autodl/valid/two_days.csv")], &ImportOptions::default()).unwrap();
+    store
+        .import(&[fixture("aliyun/valid/english_headers.csv")], &ImportOptions::default())
+        .unwrap();
+    assert!(store.verify().unwrap().problems.is_empty());
+    let path = store.root().join("manifest.json");
+    let mut manifest: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(&path).unwrap()).unwrap();
+    // The second batch names the first one's file too (its ids twice), and miscounts a file.
+    let first = manifest["batches"][0]["files"][0].clone();
+    let second = manifest["batches"][1]["files"][0]["path"].as_str().unwrap().to_owned();
+    manifest["batches"][1]["files"].as_array_mut().unwrap().push(first.clone());
+    manifest["batches"][1]["files"][0]["rows"] = 99.into();
+    std::fs::write(&path, serde_json::to_vec(&manifest).unwrap()).unwrap();
+    std::fs::remove_file(store.root().join(&second)).unwrap();
+    let problems: Vec<String> = store
+        .verify()
+        .unwrap()
+        .problems
+        .iter()
+        .map(|p| format!("{}: {}", p.file, p.message))
+        .collect();
+    assert_eq!(
+        problems,
+        [
+            format!("{second}: is missing"),
+            format!(
+                "{}: holds 7 charge ids that the ledger already has",
+                first["path"].as_str().unwrap()
+            ),
+            "manifest.json: its files hold 106 charges, the batch says 9".to_owned(),
+        ]
+    );
+}

@@ -24,6 +24,8 @@ pub struct Config {
     /// What bills do not say about an instance (AutoDL's GPU model, a team label).
     #[serde(rename = "instance")]
     pub instances: Vec<InstanceNote>,
+    /// How bills are imported: the years their times may fall in.
+    pub import: crate::import::Window,
 }
 
 /// Thresholds of the waste rules (DESIGN.md § Rules: waste).
@@ -145,8 +147,11 @@ impl Config {
     /// Every default, as a commented TOML file.
     pub fn defaults_toml() -> String {
         let waste = toml::to_string(&Config::default().waste).unwrap_or_default();
+        let import = toml::to_string(&Config::default().import).unwrap_or_default();
         format!(
             "# gpuaudit.toml: every setting and its default.\n\n[waste]\n{waste}\n\
+             # The years a bill's times may fall in; a time outside them is refused.\n\
+             [import]\n{import}\n\
              # Rate cards: prices per platform and GPU model (none by default).\n\
              # [[rate]]\n# platform = \"autodl\"\n# gpu_model = \"RTX 4090\"\n\
              # on_demand_hourly = \"1.98\"\n# weekly = \"329.00\"\n# monthly = \"1000.00\"\n\n\

@@ -23,7 +23,7 @@ pub struct ImportArgs {
     /// Read and count only; write nothing.
     #[arg(long)]
     dry_run: bool,
-    /// Bill files (CSV).
+    /// Bill files (CSV, XLSX, XLS, ODS); `-` reads one from standard input.
     #[arg(required = true, value_name = "FILES")]
     files: Vec<PathBuf>,
 }
@@ -31,6 +31,7 @@ pub struct ImportArgs {
 /// Imports, then prints per file what happened and the billed totals of the new charges.
 pub fn run(
     store: &Store,
+    config: &gpuaudit_core::config::Config,
     profiles: &[&'static dyn Profile],
     args: ImportArgs,
 ) -> Result<ExitCode, gpuaudit_core::Error> {
@@ -42,6 +43,7 @@ pub fn run(
         skip_invalid: args.skip_invalid,
         dry_run: args.dry_run,
         progress: bar.clone().map(progress_of),
+        window: config.import,
         ids_in_memory: None,
     };
     let outcome = store.import(&args.files, &options);

@@ -9,10 +9,56 @@ use crate::render::{Align, emit, table};
 
 /// Arguments of `gpuaudit ledger`.
 #[derive(clap::Args)]
-pub struct LedgerArgs {}
+pub struct LedgerArgs {
+    /// Take a batch out of the ledger (atomically, like an import); its files are removed.
+    #[arg(long, value_name = "BATCH", conflicts_with = "verify")]
+    remove: Option<String>,
+    /// Check every committed file against the manifest (exists, rows, ids unique); exit 1
+    /// when something is wrong.
+    #[arg(long)]
+    verify: bool,
+}
 
-/// Prints the batches, then charges and spend per month and platform.
-pub fn run(store: &Store, _args: LedgerArgs) -> Result<ExitCode, gpuaudit_core::Error> {
+/// Prints the batches, then charges and spend per month and platform; or removes a batch, or
+/// verifies the files.
+pub fn run(store: &Store, args: LedgerArgs) -> Result<ExitCode, gpuaudit_core::Error> {
+    if let Some(batch) = &args.remove {
+        let removed = store.remove_batch(batch)?;
+        let files: Vec<&str> = removed.sources.iter().map(|s| s.path.as_str()).collect();
+        emit(&format!(
+            "removed batch {}: {} charges of {}\n",
+            removed.id,
+            removed.rows,
+            if files.is_empty() { "no file".to_owned() } else { files.join(" ") }
+        ))?;
+        return Ok(ExitCode::SUCCESS);
+    }
+    if args.verify {
+        let v = store.verify()?;
+        let mut out = format!(
+            "ledger {}: {} batches, {} files, {} charges: ",
+            store.root().display(),
+            v.batches,
+            v.files,
+            v.charges
+        );
+        if v.problems.is_empty() {
+            out.push_str("every file is as the manifest says\n");
+            emit(&out)?;
+            return Ok(ExitCode::SUCCESS);
+        }
+        out.push_str(&format!("{} problems\n", v.problems.len()));
+        for p in &v.problems {
+            out.push_str(&format!("{}: {} (batch {})\n", p.file, p.message, p.batch));
+        }
+        let batches: std::collections::BTreeSet<&str> =
+            v.problems.iter().map(|p| p.batch.as_str()).collect();
+        for batch in batches {
+            out.push_str(&format!("repair: gpuaudit ledger --remove {batch}\n"));
+        }
+        emit(&out)?;
+        return Ok(ExitCode::from(1));
+    }
     let manifest = store.manifest()?;
     let charges = store.load(&LoadFilter::default())?;
     let mut out = format!(

@@ -38,7 +38,10 @@ use std::path::Path;
 use rust_decimal::Decimal;
 
 pub use profile::{Column, Parsed, Profile, RowParser, profile_by_name, profiles};
-pub use source::{BillSource, ControlTotal, Encoding, HEADER_SEARCH_ROWS, Header, Next, Row};
+pub use source::{
+    BillSource, ControlTotal, Encoding, HEADER_SEARCH_ROWS, Header, MAX_SPREADSHEET_BYTES, Next,
+    Row, STDIN, Window,
+};
 
 use crossbeam_channel as channel;
 use source::{FileCtx, RecordBatch};
@@ -123,7 +126,8 @@ pub fn read_bill_among(
     candidates: &[&'static dyn Profile],
     sink: &mut dyn Sink,
 ) -> Result<FileReport> {
-    deliver_bill(path, profile, candidates, &mut Whole(sink, IdIndex::in_memory()))
+    let mut whole = Whole(sink, IdIndex::in_memory());
+    deliver_bill(path, profile, candidates, Window::default(), &mut whole)
 }
 
 /// What the pipeline hands its charges to: a [`Sink`] of whole charges, or (the ledger) a
@@ -257,10 +261,12 @@ pub(crate) fn deliver_bill(
     path: &Path,
     profile: Option<&'static dyn Profile>,
     candidates: &[&'static dyn Profile],
+    window: Window,
     sink: &mut dyn Deliver,
 ) -> Result<FileReport> {
     let candidates = if candidates.is_empty() { profiles() } else { candidates };
     let mut source = BillSource::open(path, profile, candidates)?;
+    source.set_window(window);
     let profile = source.profile();
     sink.begin_file(path, &source.header().names)?;
     let encoding = sink.encoding();

@@ -399,6 +399,41 @@ pub(crate) struct FileCtx {
     pub(crate) path: PathBuf,
     encoding: Cell<Encoding>,
     seen_multibyte: Cell<bool>,
+    /// The years a time of the file may fall in.
+    pub(crate) window: Window,
+}
+
+/// The years a bill's times may fall in, in the platform's zone: by default 2000 to 2100. A
+/// time outside them (`0000-01-01`, a year typed as `20224`) is refused at import, where it
+/// names its line, rather than stored in a month no one means.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct Window {
+    /// The first year accepted.
+    pub first_year: i32,
+    /// The last year accepted.
+    pub last_year: i32,
+}
+
+impl Default for Window {
+    fn default() -> Self {
+        Window { first_year: 2000, last_year: 2100 }
+    }
+}
+
+impl Window {
+    /// Whether `year` is inside the window.
+    pub fn holds(&self, year: i32) -> bool {
+        (self.first_year..=self.last_year).contains(&year)
+    }
+
+    /// Why a time of `year` is refused.
+    pub(crate) fn refusal(&self, text: &str) -> String {
+        format!(
+            "{text:?} is outside the years {}–{} a bill may have (the import window)",
+            self.first_year, self.last_year
+        )
+    }
 }
 
 impl FileCtx {
@@ -413,6 +448,7 @@ impl FileCtx {
             path: self.path.clone(),
             encoding: Cell::new(state.0),
             seen_multibyte: Cell::new(state.1),
+            window: self.window,
         }
     }
 
@@ -515,6 +551,11 @@ impl<'a> Row<'a> {
     /// The file the row is in.
     pub fn path(&self) -> &Path {
         &self.ctx.path
+    }
+
+    /// The years the row's times may fall in.
+    pub fn window(&self) -> Window {
+        self.ctx.window
     }
 
     /// Whether the file has the profile's column `col`.
@@ -760,6 +801,7 @@ impl BillSource {
             path: path.to_owned(),
             encoding: Cell::new(encoding),
             seen_multibyte: Cell::new(seen_multibyte),
+            window: Window::default(),
         };
         let mut head = Vec::new();
         let mut record = Record::new();
@@ -824,6 +866,11 @@ impl BillSource {
             control_totals: Vec::new(),
             rows_read: 0,
         })
+    }
+
+    /// Accepts only times in `window` (the default is [`Window::default`]).
+    pub fn set_window(&mut self, window: Window) {
+        self.ctx.window = window;
     }
 
     /// The profile reading this file.

@@ -29,7 +29,7 @@ use std::collections::HashMap;
 use std::path::Path;
 use std::sync::OnceLock;
 
-use chrono::{DateTime, Duration, Utc};
+use chrono::{DateTime, Datelike, Duration, Utc};
 use chrono_tz::Tz;
 use serde::{Deserialize, Serialize};
 
@@ -823,6 +823,10 @@ impl SpecParser<'_> {
         }
         let at =
             crate::parse::parse_time(&text, self.profile.zone).map_err(|m| row.error(col, m))?;
+        let window = row.window();
+        if !window.holds(at.with_timezone(&self.profile.zone).year()) {
+            return Err(row.error(col, window.refusal(&text)));
+        }
         match &mut self.last_time[col] {
             Some((last, t)) => {
                 last.clear();
@@ -986,7 +990,11 @@ impl RowParser for SpecParser<'_> {
         let billing_period = match (period_column, p.spec.period.from.as_deref()) {
             (Some(i), _) => {
                 let text = facts.texts[i].as_deref().ok_or_else(|| row.error(i, "is empty"))?;
-                text.parse::<YearMonth>().map_err(|m| row.error(i, m))?
+                let month = text.parse::<YearMonth>().map_err(|m| row.error(i, m))?;
+                if !row.window().holds(month.year()) {
+                    return Err(row.error(i, row.window().refusal(text)));
+                }
+                month
             }
             // Like the period column, a period-time column the file lacks falls back too.
             (None, _) if f.period_time.is_some_and(|i| row.has(i)) => {

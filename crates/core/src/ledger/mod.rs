@@ -46,6 +46,7 @@
 
 mod columns;
 mod part;
+mod repair;
 
 use std::collections::{BTreeMap, BTreeSet, HashSet};
 use std::fs::{self, File};
@@ -59,6 +60,7 @@ use serde::{Deserialize, Serialize};
 
 pub use columns::COLUMNS;
 use columns::FrameBuilder;
+pub use repair::{Problem, Verified};
 
 use crate::charge::{Category, Charge, ChargeId, YearMonth};
 use crate::error::{Error, ErrorKind, MAX_LISTED_ROW_ERRORS, Result, RowError};
@@ -160,6 +162,8 @@ pub struct ImportOptions {
     pub dry_run: bool,
     /// Where to report how far reading each file has got (a progress bar).
     pub progress: Option<import::Progress>,
+    /// The years a bill's times may fall in (2000–2100 by default).
+    pub window: import::Window,
     /// The most charge ids held in memory before they spill to scratch files
     /// ([`crate::ids::IN_MEMORY`] when `None`): lower it to bound memory further.
     pub ids_in_memory: Option<usize>,
@@ -245,8 +249,9 @@ impl Store {
                     continue;
                 }
                 let path = self.root.join(&part.path);
-                let df = read_parquet(&path, None)?;
-                let mut read = columns::from_frame(&df).map_err(|m| Error::ledger(&path, m))?;
+                let mut read = read_parquet(&path, None)
+                    .and_then(|df| columns::from_frame(&df).map_err(|m| Error::ledger(&path, m)))
+                    .map_err(|e| unreadable(e, &batch.id))?;
                 charges.append(&mut read);
             }
         }
@@ -290,16 +295,19 @@ impl Store {
             self.root.join(TMP).join(&batch)
         };
         let mut known = IdIndex::spilling(scratch, ids_in_memory);
-        for part in manifest.batches.iter().flat_map(|b| &b.files) {
+        let parts = manifest.batches.iter().flat_map(|b| b.files.iter().map(move |p| (b, p)));
+        for (batch, part) in parts {
             let path = self.root.join(&part.path);
-            let df = read_parquet(&path, Some(vec!["id".into()]))?;
+            let unreadable = |e| unreadable(e, &batch.id);
+            let df = read_parquet(&path, Some(vec!["id".into()])).map_err(unreadable)?;
             let ids = df
                 .column("id")
                 .and_then(|c| c.str().cloned())
-                .map_err(|e| Error::ledger(&path, e.to_string()))?;
+                .map_err(|e| unreadable(Error::ledger(&path, e.to_string())))?;
             for id in ids.iter().flatten() {
-                let id = u128::from_str_radix(id, 16)
-                    .map_err(|_| Error::ledger(&path, format!("bad charge id {id:?}")))?;
+                let id = u128::from_str_radix(id, 16).map_err(|_| {
+                    unreadable(Error::ledger(&path, format!("bad charge id {id:?}")))
+                })?;
                 known.claim(id, 0)?;
             }
         }
@@ -361,7 +369,13 @@ impl Store {
                 header: Vec::new(),
                 path: path.clone(),
             };
-            let read = import::deliver_bill(path, options.profile, &options.candidates, &mut sink);
+            let read = import::deliver_bill(
+                path,
+                options.profile,
+                &options.candidates,
+                options.window,
+                &mut sink,
+            );
             let report = match read {
                 Ok(report) => report,
                 Err(e) => {
@@ -401,6 +415,23 @@ impl Store {
         }
         let batch = writer.commit()?;
         Ok(ImportOutcome { batch, files: outcomes, totals })
+    }
+}
+
+/// The error of a committed file that cannot be read, with the way out: which batch it is
+/// part of, and how to take that batch out.
+fn unreadable(e: Error, batch: &str) -> Error {
+    let repair = format!(
+        "; the file is part of batch {batch}: `gpuaudit ledger --remove {batch}` takes the batch \
+         out (import its bills again after), `gpuaudit ledger --verify` checks every file"
+    );
+    match e.into_kind() {
+        ErrorKind::Ledger { path, message } => Error::ledger(path, message + &repair),
+        ErrorKind::Parquet { path, source } => {
+            Error::ledger(path, format!("parquet: {source}{repair}"))
+        }
+        ErrorKind::Io { path, source } => Error::ledger(path, format!("{source}{repair}")),
+        other => other.into(),
     }
 }
 

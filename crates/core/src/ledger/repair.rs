@@ -1,0 +1,151 @@
+//! A way back: taking a batch out of the ledger, and checking every committed file.
+//!
+//! - [`Store::remove_batch`] commits like an import: under the writer's lock, a new manifest
+//!   without the batch replaces the old one atomically (temp file, fsync, rename); the batch's
+//!   part and reject files, which no manifest names any more, are swept afterwards. It reads
+//!   no part file, so it repairs a ledger whose files cannot be read.
+//! - [`Store::verify`] checks every file the manifest names: it exists, reads as a part file
+//!   of the ledger's schema, has the rows the manifest says, and holds ids no other charge
+//!   has. It writes nothing and takes no lock.
+
+use std::fs::{self, File};
+use std::io::Write;
+use std::path::Path;
+
+use super::{
+    Batch, LOCK, MANIFEST, MANIFEST_TMP, Manifest, Store, TMP, columns, io, read_parquet, sync_dir,
+};
+use crate::error::{Error, Result};
+use crate::ids::{Claim, IdIndex};
+
+/// One thing [`Store::verify`] found wrong.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Problem {
+    /// The file concerned, relative to the ledger folder.
+    pub file: String,
+    /// The batch that names it.
+    pub batch: String,
+    /// What is wrong.
+    pub message: String,
+}
+
+/// What [`Store::verify`] checked.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Verified {
+    /// Batches in the manifest.
+    pub batches: usize,
+    /// Part files checked.
+    pub files: usize,
+    /// Charges read.
+    pub charges: u64,
+    /// What is wrong, in manifest order; empty when all is well.
+    pub problems: Vec<Problem>,
+}
+
+impl Store {
+    /// Takes batch `id` out of the ledger, atomically; returns what it held.
+    pub fn remove_batch(&self, id: &str) -> Result<Batch> {
+        let lock_path = self.root.join(LOCK);
+        let lock = io(
+            &lock_path,
+            fs::OpenOptions::new().create(true).truncate(false).write(true).open(&lock_path),
+        )?;
+        io(&lock_path, lock.lock())?;
+        let mut manifest = self.manifest()?;
+        let Some(at) = manifest.batches.iter().position(|b| b.id == id) else {
+            let known: Vec<&str> = manifest.batches.iter().map(|b| b.id.as_str()).collect();
+            let known = if known.is_empty() { "none".to_owned() } else { known.join(", ") };
+            return Err(Error::ledger(&self.root, format!("no batch {id:?}; batches: {known}")));
+        };
+        let removed = manifest.batches.remove(at);
+        write_manifest(&self.root, &manifest)?;
+        // The files of the batch are named by no manifest now: the sweep removes them.
+        self.sweep(&manifest)?;
+        let _ = fs::remove_dir(self.root.join(TMP));
+        drop(lock);
+        Ok(removed)
+    }
+
+    /// Checks every file the manifest names (see the module docs).
+    pub fn verify(&self) -> Result<Verified> {
+        let manifest = self.manifest()?;
+        let scratch = std::env::temp_dir().join(format!("gpuaudit-verify-{}", std::process::id()));
+        let mut ids = IdIndex::spilling(scratch, crate::ids::IN_MEMORY);
+        let mut out = Verified { batches: manifest.batches.len(), ..Verified::default() };
+        for batch in &manifest.batches {
+            let problem = |file: &str, message: String| Problem {
+                file: file.to_owned(),
+                batch: batch.id.clone(),
+                message,
+            };
+            let mut rows = 0;
+            for part in &batch.files {
+                out.files += 1;
+                rows += part.rows;
+                let path = self.root.join(&part.path);
+                if !path.is_file() {
+                    out.problems.push(problem(&part.path, "is missing".into()));
+                    continue;
+                }
+                let charges = match read_parquet(&path, None)
+                    .map_err(|e| e.to_string())
+                    .and_then(|df| columns::from_frame(&df))
+                {
+                    Ok(charges) => charges,
+                    Err(e) => {
+                        out.problems.push(problem(&part.path, format!("cannot be read: {e}")));
+                        continue;
+                    }
+                };
+                out.charges += charges.len() as u64;
+                if charges.len() as u64 != part.rows {
+                    let m =
+                        format!("holds {} charges, the manifest says {}", charges.len(), part.rows);
+                    out.problems.push(problem(&part.path, m));
+                }
+                let mut repeated = 0u64;
+                for c in &charges {
+                    if ids.claim(c.id.0, 1)? == Claim::Given {
+                        repeated += 1;
+                    }
+                    let month = c.billing_period.to_string();
+                    if month != part.month || c.platform != part.platform {
+                        let m = format!(
+                            "holds a charge of {month}/{} in the partition {}/{}",
+                            c.platform, part.month, part.platform
+                        );
+                        out.problems.push(problem(&part.path, m));
+                        break;
+                    }
+                }
+                if repeated > 0 {
+                    let m = format!("holds {repeated} charge ids that the ledger already has");
+                    out.problems.push(problem(&part.path, m));
+                }
+            }
+            if rows != batch.rows {
+                let m = format!("its files hold {rows} charges, the batch says {}", batch.rows);
+                out.problems.push(problem(MANIFEST, m));
+            }
+            for reject in &batch.rejects {
+                if !self.root.join(reject).is_file() {
+                    out.problems.push(problem(reject, "is missing".into()));
+                }
+            }
+        }
+        Ok(out)
+    }
+}
+
+/// Replaces the manifest of the ledger at `root` atomically (temp file, fsync, rename, fsync
+/// of the folder).
+fn write_manifest(root: &Path, manifest: &Manifest) -> Result<()> {
+    let tmp = root.join(MANIFEST_TMP);
+    let bytes = serde_json::to_vec_pretty(manifest)
+        .map_err(|e| Error::ledger(&tmp, format!("cannot encode manifest: {e}")))?;
+    let mut file = io(&tmp, File::create(&tmp))?;
+    io(&tmp, file.write_all(&bytes).and_then(|()| file.sync_all()))?;
+    let target = root.join(MANIFEST);
+    io(&target, fs::rename(&tmp, &target))?;
+    sync_dir(root)
+}
