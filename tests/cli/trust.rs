@@ -335,3 +335,38 @@ fn a_ledger_with_a_file_it_cannot_read_is_repaired_by_removing_its_batch() {
     let again = gpuaudit(dir.path(), &["import", "fixtures/autodl/valid/two_days.csv"]);
     assert!(stdout(&again).contains("7 new, 0 duplicates"), "{}", stdout(&again));
 }
+
+#[test]
+fn bill_text_reaches_a_terminal_or_a_document_visibly_and_inert() {
+    let dir = workdir();
+    let out = gpuaudit(
+        dir.path(),
+        &["import", "fixtures/aliyun/valid/hostile_texts_in_a_resource_id.csv"],
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let shown = "d-bp1<script>alert(1)</script>␛]0;owned␇␛[31m|x␊y";
+    for args in [&["waste", "--month", "2024-05"][..], &["summary", "--by", "instance,platform"]] {
+        let table = stdout(&gpuaudit(dir.path(), args));
+        assert!(!table.contains(['\u{1b}', '\u{7}']), "{args:?}: {table:?}");
+        assert!(table.contains(shown) || !args.contains(&"waste"), "{args:?}: {table}");
+    }
+    let waste = stdout(&gpuaudit(dir.path(), &["waste", "--month", "2024-05"]));
+    assert_eq!(
+        waste.lines().filter(|l| l.contains("d-bp1")).count(),
+        2,
+        "one table row, one advice line: {waste}"
+    );
+    let md = stdout(&gpuaudit(dir.path(), &["waste", "--month", "2024-05", "--format", "md"]));
+    assert!(
+        md.contains("| d-bp1&lt;script&gt;alert(1)&lt;/script&gt;␛\\]0;owned␇␛\\[31m\\|x␊y |"),
+        "{md}"
+    );
+    assert!(!md.contains("<script>"), "{md}");
+    // Machine formats keep the text exact: CSV quotes it, JSON escapes it.
+    let json = stdout(&gpuaudit(dir.path(), &["waste", "--month", "2024-05", "--format", "json"]));
+    let v: serde_json::Value = serde_json::from_str(&json).unwrap();
+    assert_eq!(
+        v["findings"][0]["resource_id"],
+        "d-bp1<script>alert(1)</script>\u{1b}]0;owned\u{7}\u{1b}[31m|x\ny"
+    );
+}

@@ -43,6 +43,9 @@ pub fn warn(line: &str) {
 
 /// A text table with aligned columns.
 pub fn table(header: &[&str], align: &[Align], rows: &[Vec<String>]) -> String {
+    let rows: Vec<Vec<String>> =
+        rows.iter().map(|r| r.iter().map(|c| visible(c).into_owned()).collect()).collect();
+    let rows = &rows;
     let mut widths: Vec<usize> = header.iter().map(|h| h.chars().count()).collect();
     for row in rows {
         for (w, cell) in widths.iter_mut().zip(row) {
@@ -76,6 +79,47 @@ pub fn table(header: &[&str], align: &[Align], rows: &[Vec<String>]) -> String {
     out
 }
 
+/// Text from a bill, safe to show on a terminal: control characters (ESC sequences that
+/// recolour or retitle a terminal, BEL, line breaks inside a cell) become their visible
+/// pictures (`␛`, `␇`, `␊`), C1 controls and the bidirectional overrides that reorder what a
+/// line shows are written as `\u{…}`.
+pub fn visible(text: &str) -> std::borrow::Cow<'_, str> {
+    let unsafe_char =
+        |c: char| c.is_control() || matches!(c, '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}');
+    if !text.contains(unsafe_char) {
+        return std::borrow::Cow::Borrowed(text);
+    }
+    let mut out = String::with_capacity(text.len() + 8);
+    for c in text.chars() {
+        match c {
+            '\u{0}'..='\u{1f}' => out.push(char::from_u32(0x2400 + c as u32).unwrap_or('?')),
+            '\u{7f}' => out.push('\u{2421}'),
+            c if unsafe_char(c) => out.push_str(&format!("\\u{{{:x}}}", c as u32)),
+            c => out.push(c),
+        }
+    }
+    std::borrow::Cow::Owned(out)
+}
+
+/// Text from a bill as Markdown shows it, not as it would run: [`visible`], with the
+/// characters that make tables, links, HTML and code escaped.
+pub fn md_text(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    for c in visible(text).chars() {
+        match c {
+            '<' => out.push_str("&lt;"),
+            '>' => out.push_str("&gt;"),
+            '&' => out.push_str("&amp;"),
+            '|' | '[' | ']' | '`' | '\\' | '*' => {
+                out.push('\\');
+                out.push(c);
+            }
+            c => out.push(c),
+        }
+    }
+    out
+}
+
 /// Terminal width of a cell: CJK characters take two columns.
 fn display_width(s: &str) -> usize {
     s.chars().map(|c| if (c as u32) >= 0x1100 { 2 } else { 1 }).sum()
@@ -89,7 +133,7 @@ pub fn markdown(header: &[&str], align: &[Align], rows: &[Vec<String>]) -> Strin
     }
     out.push('\n');
     for row in rows {
-        let cells: Vec<String> = row.iter().map(|c| c.replace('|', "\\|")).collect();
+        let cells: Vec<String> = row.iter().map(|c| md_text(c)).collect();
         out.push_str(&format!("| {} |\n", cells.join(" | ")));
     }
     out
@@ -124,6 +168,19 @@ mod tests {
     fn csv_escapes_formulas_but_not_negative_money() {
         let out = csv(&["a", "b"], &[vec!["=HYPERLINK(1)".into(), "-12.30".into()]]);
         assert_eq!(out, "a,b\n'=HYPERLINK(1),-12.30\n");
+    }
+
+    #[test]
+    fn bill_text_reaches_a_terminal_or_a_document_visibly_and_inert() {
+        let hostile = "i-1\u{1b}]0;pwned\u{7}\u{1b}[31m\nsecond line\u{202e}";
+        assert_eq!(visible(hostile), "i-1␛]0;pwned␇␛[31m␊second line\\u{202e}");
+        let out = table(&["id"], &[Align::Left], &[vec![hostile.into()]]);
+        assert!(!out.contains('\u{1b}') && out.lines().count() == 2, "{out:?}");
+        let md =
+            markdown(&["id"], &[Align::Left], &[vec!["<script>alert(1)</script>|x\ny".into()]]);
+        assert_eq!(md, "| id |\n| --- |\n| &lt;script&gt;alert(1)&lt;/script&gt;\\|x␊y |\n");
+        assert_eq!(md_text("[click](javascript:x) `a`"), "\\[click\\](javascript:x) \\`a\\`");
+        assert_eq!(visible("数据盘 plain"), "数据盘 plain");
     }
 
     #[test]

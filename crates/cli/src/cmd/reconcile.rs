@@ -218,6 +218,10 @@ fn render_text(month: YearMonth, found: &[Discrepancy], format: Format) -> Strin
     }
     for (text, n) in said {
         let times = if n > 1 { format!(" ({n} lines)") } else { String::new() };
+        let text = match format {
+            Format::Md => crate::render::md_text(&text),
+            _ => crate::render::visible(&text).into_owned(),
+        };
         out.push_str(&format!("- {text}{times}\n"));
     }
     out

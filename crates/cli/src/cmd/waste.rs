@@ -18,7 +18,7 @@ use gpuaudit_core::{YearMonth, parse_amount};
 use rust_decimal::{Decimal, RoundingStrategy};
 
 use crate::cmd::{select, usage};
-use crate::render::{Align, Format, csv, emit, markdown, table};
+use crate::render::{Align, Format, csv, emit, markdown, md_text, table, visible};
 
 /// Arguments of `gpuaudit waste`.
 #[derive(clap::Args)]
@@ -255,15 +255,19 @@ fn render_text(
             table(&header, &align, &rows)
         });
         out.push('\n');
+        let text = |t: &str| match format {
+            Format::Md => md_text(t),
+            _ => visible(t).into_owned(),
+        };
         for f in &mine {
-            out.push_str(&format!("- {}\n", f.recommendation));
+            out.push_str(&format!("- {}\n", text(&f.recommendation)));
             if explain {
                 for e in &f.charges {
                     out.push_str(&format!(
                         "    {}:{}  {}  billed {}  wasted {}\n",
-                        e.file,
+                        text(&e.file),
                         e.line,
-                        e.item,
+                        text(&e.item),
                         money_text(e.billed_cost),
                         cents(e.wasted)
                     ));
