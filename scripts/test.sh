@@ -21,3 +21,8 @@ echo "embed example: output as expected"
 
 python3 -c 'import duckdb' 2>/dev/null || python3 -m pip install --quiet duckdb
 python3 tests/duckdb_check.py "$CARGO_TARGET_DIR/debug/gpuaudit"
+
+# The fuzz harness: mutated bills of every profile and spreadsheet, for a bounded time (no
+# panic, no hang, bounded memory, errors naming the file, the ledger unchanged on failure).
+# Run it longer by hand: python3 scripts/fuzz.py BINARY --seconds 3600
+python3 scripts/fuzz.py "$CARGO_TARGET_DIR/debug/gpuaudit" --seconds "${GPUAUDIT_FUZZ_SECONDS:-60}"

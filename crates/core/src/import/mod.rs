@@ -328,6 +328,13 @@ pub(crate) fn deliver_bill(
         let tally = consume(done_rx, pool_tx, profile.name(), sink);
         let read = reader.join().unwrap_or_else(|panic| std::panic::resume_unwind(panic));
         read.and(tally)
+    })
+    .map_err(|e| match e.into_kind() {
+        // A total of the file's figures that does not fit: say which file.
+        ErrorKind::Overflow { what } => {
+            crate::Error::from(ErrorKind::Overflow { what: format!("{}: {what}", path.display()) })
+        }
+        other => crate::Error::from(other),
     })?;
     let (sha256, size) = source.digest();
     Ok(FileReport {

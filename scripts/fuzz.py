@@ -1,0 +1,302 @@
+#!/usr/bin/env python3
+"""Black-box fuzz and property harness for `gpuaudit import`.
+
+Every case is one input the binary is run on, with a time limit and a cap on its address
+space; the harness checks what a billing tool must never do, whatever the input:
+
+- exit with anything but 0 or 2, print a panic, hang (time limit), or take unbounded memory
+  (the address-space cap makes an allocation fail, which Rust reports as an abort);
+- refuse an input (exit 2) without naming it, or change a byte of the ledger while refusing;
+- accept an input and leave a ledger that `summary` or `ledger --verify` cannot read.
+
+Inputs are mutations of every bill under fixtures/ and examples/bills/ (CSV and XLSX, every
+built-in profile and the profile-file fixtures): amounts and dates that are hard to read
+(decimal commas, 10^26, year 0), stray and unclosed quotes, short and long rows, a header
+column twice, control characters, truncation, byte flips, endless lines, and for workbooks
+mutated zip members, far cell addresses and padded sheet XML. Two property cases check
+figures, not just behaviour: a FOCUS export split into parts imports in any order to exactly
+the whole (count and exact sum), and amounts written with thousands separators read as the
+number they are while decimal commas are refused.
+
+    python3 scripts/fuzz.py BINARY [--seconds 60] [--seed N] [--out DIR]
+
+CI runs it for 60 seconds (`scripts/test.sh`); run it longer by hand, e.g. `--seconds 3600`.
+Failing inputs are kept under --out (default: a temporary folder) and the run exits 1.
+"""
+
+import argparse
+import io
+import os
+import random
+import resource
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+import zipfile
+import zlib
+from decimal import Decimal
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+TIME_LIMIT = 20  # seconds a case may take
+MEMORY_LIMIT = 3 << 30  # bytes of address space a case may map
+
+HARD_AMOUNTS = [
+    "12,50", "0,99", "1.234,56", "1,2,3.5", "3,673", "193,20", "1,234.56", "99999999999999999999999999",
+    "1000000000000000", "999999999999999.999999999999", "-0", "(1.20)", "1e30", "1E-20", "NaN", "inf",
+    "¥ 1,234.00 元", "0.0000000000001", "--5", "+", ".", "１２.５", "12.5.6", "",
+]
+HARD_TIMES = [
+    "0000-01-01 00:00:00", "9999-12-31 23:59:59", "2024-02-30 00:00:00", "2024-13-01", "1999-12-31 23:59:59",
+    "2100-12-31 23:59:59", "2024-05-01T25:00:00Z", "20240501", "2024/5/1 9:00", "2024-05-01 00:00:00+14:00",
+]
+NASTY_TEXT = ["\x1b]0;x\x07", "\x00", '"', '""', '"open', "a\nb", "\r", "<script>", "=cmd|' /C calc'!A0", "\u202e", "\ufeff"]
+
+
+def limits():
+    resource.setrlimit(resource.RLIMIT_AS, (MEMORY_LIMIT, MEMORY_LIMIT))
+    resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
+
+
+def run(binary, ledger, args, cwd):
+    try:
+        p = subprocess.run(
+            [binary, "--ledger", str(ledger), *args], cwd=cwd, capture_output=True, timeout=TIME_LIMIT,
+            preexec_fn=limits, env={k: v for k, v in os.environ.items() if not k.startswith("GPUAUDIT")},
+        )
+        return p.returncode, p.stdout.decode("utf-8", "replace"), p.stderr.decode("utf-8", "replace")
+    except subprocess.TimeoutExpired:
+        return "timeout", "", ""
+
+
+def snapshot(ledger):
+    files = {}
+    for path in sorted(ledger.rglob("*")):
+        if path.is_file():
+            files[str(path.relative_to(ledger))] = path.read_bytes()
+    return files
+
+
+def seeds():
+    out = []
+    for top in ["fixtures", "examples/bills"]:
+        for path in sorted((ROOT / top).rglob("*")):
+            if path.suffix.lower() in (".csv", ".xlsx"):
+                out.append(path)
+    return out
+
+
+def csv_mutation(data, rng):
+    """A mutation of a CSV bill's bytes, by cells where it can, by bytes where it cannot."""
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError:
+        text = None
+    choice = rng.randrange(12)
+    if text is None or choice >= 10:
+        b = bytearray(data)
+        for _ in range(rng.randint(1, 8)):
+            if b:
+                b[rng.randrange(len(b))] = rng.randrange(256)
+        if rng.random() < 0.3:
+            b = b[: rng.randrange(len(b) + 1)]
+        return bytes(b)
+    lines = text.split("\n")
+    if len(lines) < 2:
+        return data + b"\n" + data
+    i = rng.randrange(1, len(lines))
+    cells = lines[i].split(",")
+    if choice == 0:
+        cells[rng.randrange(len(cells))] = rng.choice(HARD_AMOUNTS)
+    elif choice == 1:
+        cells[rng.randrange(len(cells))] = rng.choice(HARD_TIMES)
+    elif choice == 2:
+        j = rng.randrange(len(cells))
+        cells[j] = cells[j][: rng.randrange(len(cells[j]) + 1)] + rng.choice(NASTY_TEXT) + cells[j]
+    elif choice == 3:
+        cells = cells[: rng.randrange(len(cells))]  # a short row
+    elif choice == 4:
+        cells += ["extra"] * rng.randint(1, 5)  # a long row
+    elif choice == 5:
+        header = lines[0].split(",")
+        header.append(rng.choice(header))  # a column twice
+        lines[0] = ",".join(header)
+    elif choice == 6:
+        lines.insert(i, '"' + lines[i])  # an unclosed quote
+    elif choice == 7:
+        lines.insert(i, "x" * rng.choice([70_000, 1_100_000]))  # a long line
+    elif choice == 8:
+        lines = lines[:1] + lines[1:] * rng.randint(2, 4)  # rows repeated
+    elif choice == 9:
+        return "\r\n".join(lines).encode("gb18030", "replace")
+    lines[i] = ",".join(cells)
+    return "\n".join(lines).encode("utf-8")
+
+
+def xlsx_mutation(data, rng):
+    """A mutation of a workbook: a member's XML edited, padded or broken, or the zip's bytes."""
+    choice = rng.randrange(5)
+    if choice == 0:
+        b = bytearray(data)
+        for _ in range(rng.randint(1, 16)):
+            b[rng.randrange(len(b))] = rng.randrange(256)
+        return bytes(b)
+    if choice == 1:
+        return data[: rng.randrange(len(data))]
+    src = zipfile.ZipFile(io.BytesIO(data))
+    out = io.BytesIO()
+    with zipfile.ZipFile(out, "w", zipfile.ZIP_DEFLATED) as dst:
+        for item in src.infolist():
+            body = src.read(item)
+            if item.filename.startswith("xl/worksheets/") and body:
+                text = body.decode("utf-8", "replace")
+                if choice == 2:
+                    text = text.replace('r="A2"', 'r="XFD1048576"', 1).replace("<c r=\"B2\"", "<c r=\"ZZZZ9\"", 1)
+                elif choice == 3:
+                    text = text.replace("</row>", "</row>" + " " * rng.choice([1000, 2_000_000]), 1)
+                else:
+                    at = rng.randrange(len(text))
+                    text = text[:at] + rng.choice(["<", "&", "<row r=\"0\">", "</sheetData>", "\x00"]) + text[at:]
+                body = text.encode("utf-8")
+            dst.writestr(item.filename, body)
+    return out.getvalue()
+
+
+def check_case(binary, work, ledger, name, data, failures, out_dir):
+    """Runs one import of `data` and checks it; returns the exit code."""
+    case = work / name
+    case.write_bytes(data)
+    before = snapshot(ledger)
+    code, stdout, stderr = run(binary, ledger, ["import", name], work)
+    problem = None
+    if code not in (0, 2):
+        problem = f"exit {code}"
+    elif "panicked" in stderr:
+        problem = "panic"
+    elif code == 2:
+        if not stderr.startswith("error: ") or name not in stderr:
+            problem = "an error that does not name the file"
+        elif snapshot(ledger) != before:
+            problem = "the ledger changed on a refused import"
+    else:
+        for args in (["summary", "--format", "json"], ["ledger", "--verify"]):
+            c, _, err = run(binary, ledger, args, work)
+            if c != 0:
+                problem = f"after an accepted import, {' '.join(args)} exits {c}: {err[:300]}"
+                break
+    if problem:
+        kept = out_dir / f"{len(failures):04d}-{name}"
+        kept.write_bytes(data)
+        failures.append(f"{kept}: {problem}\n  {stderr[:500]}")
+    case.unlink()
+    return code
+
+
+def split_export_property(binary, work, rng, failures):
+    """A FOCUS export split into parts imports, in any order, to exactly the whole."""
+    header = "Id,BillingAccountId,BillingCurrency,ChargePeriodStart,ChargePeriodEnd,ChargeCategory,BilledCost,ResourceId"
+    rows, total = [], Decimal(0)
+    for i in range(rng.randint(50, 400)):
+        cost = Decimal(rng.randint(0, 10**8)) / Decimal(10 ** rng.randint(0, 8))
+        total += cost
+        h = rng.randrange(48)
+        rows.append(f"r{i},0123,USD,2024-05-{1 + h // 24:02}T{h % 24:02}:00:00Z,2024-05-{1 + h // 24:02}T{h % 24:02}:59:59Z,Usage,{cost},vm-{rng.randrange(3)}")
+    cut = sorted(rng.sample(range(1, len(rows)), rng.randint(1, min(7, len(rows) - 1))))
+    parts = [rows[a:b] for a, b in zip([0] + cut, cut + [len(rows)])]
+    names = []
+    for n, part in enumerate(parts):
+        (work / f"part{n}.csv").write_text(header + "\n" + "\n".join(part) + "\n")
+        names.append(f"part{n}.csv")
+    rng.shuffle(names)
+    ledger = work / "split-ledger"
+    shutil.rmtree(ledger, ignore_errors=True)
+    at_once = rng.random() < 0.5
+    for group in ([names] if at_once else [[n] for n in names]):
+        code, _, err = run(binary, ledger, ["import", "--profile", "focus", *group], work)
+        if code != 0:
+            failures.append(f"split export: import exits {code}: {err[:300]}")
+            return
+    code, out, _ = run(binary, ledger, ["summary", "--by", "platform", "--format", "csv"], work)
+    want = f"focus,USD,{total:.12f}"
+    got = out.strip().split("\n")[-1] if out.strip() else ""
+    fields = got.split(",")
+    if code != 0 or len(fields) != 5 or Decimal(fields[2]) != total or fields[4] != str(len(rows)):
+        failures.append(f"split export ({len(parts)} parts, {'at once' if at_once else 'one by one'}): want {want} and {len(rows)} charges, got {got!r}")
+
+
+def grouping_property(binary, work, rng, failures):
+    """Amounts with thousands separators read as the number they are; decimal commas are refused."""
+    value = Decimal(rng.randint(1000, 10**12)) / 100
+    grouped = f"{value:,.2f}"
+    comma = f"{value:.2f}".replace(".", ",")
+    head = "流水号,交易时间,收支类型,交易类型,交易渠道,交易金额,账户余额,备注\n"
+    for text, ok in ((grouped, True), (comma, False)):
+        bill = work / "grouped.csv"
+        bill.write_text(head + f'P1,2024-05-01 10:00:00,支出,按量计费,余额,"{text}",0.00,容器实例ID：p1\n')
+        ledger = work / "grouping-ledger"
+        shutil.rmtree(ledger, ignore_errors=True)
+        code, _, err = run(binary, ledger, ["import", "grouped.csv"], work)
+        if ok:
+            _, out, _ = run(binary, ledger, ["summary", "--format", "csv"], work)
+            if code != 0 or f",{value:.2f}," not in out:
+                failures.append(f"{text!r} should read as {value}: exit {code} {err[:200]} {out!r}")
+        elif code != 2 or "a decimal comma?" not in err:
+            failures.append(f"{text!r} should be refused as a decimal comma: exit {code} {err[:200]}")
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("binary")
+    parser.add_argument("--seconds", type=float, default=60)
+    parser.add_argument("--seed", type=int, default=int(time.time()))
+    parser.add_argument("--out", type=Path)
+    args = parser.parse_args()
+    binary = str(Path(args.binary).resolve())
+    rng = random.Random(args.seed)
+    work = Path(tempfile.mkdtemp(prefix="gpuaudit-fuzz-"))
+    out_dir = args.out or work / "failures"
+    out_dir.mkdir(parents=True, exist_ok=True)
+    # Profile files of the fixtures are found next to a gpuaudit.toml.
+    (work / "profiles").mkdir()
+    for toml in [ROOT / "fixtures/xiaoyun/xiaoyun.toml", ROOT / "fixtures/eurocloud/eurocloud.toml"]:
+        shutil.copy(toml, work / "profiles" / toml.name)
+    (work / "gpuaudit.toml").write_text("")
+    ledger = work / "ledger"
+    code, _, err = run(binary, ledger, ["import", str(ROOT / "fixtures/aliyun/valid/english_headers.csv")], work)
+    if code != 0:
+        sys.exit(f"cannot seed the ledger: {err}")
+    pool = seeds()
+    failures, runs, codes = [], 0, {}
+    started = time.monotonic()
+    while time.monotonic() - started < args.seconds:
+        if runs % 25 == 0:
+            split_export_property(binary, work, rng, failures)
+            grouping_property(binary, work, rng, failures)
+        seed = rng.choice(pool)
+        data = seed.read_bytes()
+        mutate = xlsx_mutation if seed.suffix.lower() == ".xlsx" else csv_mutation
+        for _ in range(rng.randint(1, 3)):
+            try:
+                data = mutate(data, rng)
+            except (zipfile.BadZipFile, ValueError, EOFError, OSError, zlib.error, KeyError):
+                data = csv_mutation(data, rng)
+        name = f"case{runs}{seed.suffix}"
+        code = check_case(binary, work, ledger, name, data, failures, out_dir)
+        codes[code] = codes.get(code, 0) + 1
+        runs += 1
+    elapsed = time.monotonic() - started
+    print(f"fuzz: {runs} executions in {elapsed:.0f} s (seed {args.seed}; exit codes {codes}), {len(failures)} failures")
+    for f in failures[:20]:
+        print(f)
+    if not args.out:
+        if failures:
+            print(f"failing inputs kept in {out_dir}")
+        else:
+            shutil.rmtree(work, ignore_errors=True)
+    sys.exit(1 if failures else 0)
+
+
+if __name__ == "__main__":
+    main()
