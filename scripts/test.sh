@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The whole test suite: formatting, lints, both feature sets, unit/integration/doc tests,
-# the embedding example, and the DuckDB interoperability check. CI runs exactly this.
+# the embedding example, the DuckDB interoperability check and a minute of the fuzz harness.
+# CI runs exactly this.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$HOME/.cache/gpuaudit-target}"
