@@ -119,6 +119,29 @@ pub fn summarize<'a>(
     Ok(rows)
 }
 
+/// A span of time as people write it, rounded to the minute: `5 h`, `2 d 4 h`, `1 h 30 min`,
+/// `45 min`, `0 h`. `hours` is exact (a discrepancy's measure); tables show this, CSV and
+/// JSON keep the exact figure.
+pub fn duration_text(hours: Decimal) -> String {
+    let minutes = (hours * Decimal::from(60))
+        .round_dp_with_strategy(0, rust_decimal::RoundingStrategy::MidpointAwayFromZero);
+    let Ok(minutes) = i64::try_from(minutes) else { return format!("{} h", hours.normalize()) };
+    let sign = if minutes < 0 { "-" } else { "" };
+    let m = minutes.unsigned_abs();
+    let (days, hours, mins) = (m / 1440, m / 60 % 24, m % 60);
+    let mut parts = Vec::new();
+    if days > 0 {
+        parts.push(format!("{days} d"));
+    }
+    if hours > 0 || (days == 0 && mins == 0) {
+        parts.push(format!("{hours} h"));
+    }
+    if mins > 0 {
+        parts.push(format!("{mins} min"));
+    }
+    format!("{sign}{}", parts.join(" "))
+}
+
 /// Money as printed: every significant digit, at least two decimals, no separators
 /// (`12.5` → `12.50`, `0.0004` → `0.0004`, `3.500000000000` → `3.50`).
 pub fn money_text(d: Decimal) -> String {
@@ -141,6 +164,18 @@ mod tests {
         assert_eq!(money_text(dec!(3.500000000000)), "3.50");
         assert_eq!(money_text(dec!(-7)), "-7.00");
         assert_eq!(money_text(dec!(1234567.891)), "1234567.891");
+    }
+
+    #[test]
+    fn durations_read_as_people_write_them() {
+        let days = |d: Decimal| duration_text(d * Decimal::from(24));
+        assert_eq!(days(dec!(0.2083333333333333333333333333)), "5 h");
+        assert_eq!(duration_text(dec!(52)), "2 d 4 h");
+        assert_eq!(duration_text(dec!(1.5)), "1 h 30 min");
+        assert_eq!(duration_text(dec!(0.75)), "45 min");
+        assert_eq!(duration_text(Decimal::ZERO), "0 h");
+        assert_eq!(duration_text(dec!(-5)), "-5 h");
+        assert_eq!(duration_text(dec!(48)), "2 d");
     }
 
     #[test]

@@ -17,7 +17,7 @@ use gpuaudit_core::ledger::{LoadFilter, Store};
 use gpuaudit_core::reconcile::{
     self, Discrepancy, Measure, ReconcileInput, footers_of, read_statement,
 };
-use gpuaudit_core::report::money_text;
+use gpuaudit_core::report::{duration_text, money_text};
 use rust_decimal::Decimal;
 
 use crate::cmd::{select, usage};
@@ -43,10 +43,20 @@ pub struct ReconcileArgs {
     strict: bool,
 }
 
+/// A figure exactly, for CSV and JSON.
 fn figure(d: &Discrepancy, value: Decimal) -> String {
     match d.measure {
         Measure::Money(_) => money_text(value),
         _ => value.normalize().to_string(),
+    }
+}
+
+/// A figure as people read it, for tables and Markdown: hours and days as `5 h`, `2 d 4 h`.
+fn figure_for_people(d: &Discrepancy, value: Decimal) -> String {
+    match d.measure {
+        Measure::Hours => duration_text(value),
+        Measure::Days => duration_text(value * Decimal::from(24)),
+        _ => figure(d, value),
     }
 }
 
@@ -188,10 +198,13 @@ fn render_text(month: YearMonth, found: &[Discrepancy], format: Format) -> Strin
                 d.code.to_owned(),
                 d.platform.clone(),
                 d.resource_id.clone().unwrap_or_else(|| "-".into()),
-                figure(d, d.expected),
-                figure(d, d.actual),
-                figure(d, d.difference),
-                d.currency().map_or_else(|| measure(&d.measure).to_owned(), str::to_owned),
+                figure_for_people(d, d.expected),
+                figure_for_people(d, d.actual),
+                figure_for_people(d, d.difference),
+                match d.measure {
+                    Measure::Hours | Measure::Days => "time".to_owned(),
+                    _ => d.currency().map_or_else(|| measure(&d.measure).to_owned(), str::to_owned),
+                },
                 format!("{first}{more}"),
             ]
         })

@@ -9,7 +9,7 @@ use super::{Check, Context, Discrepancy, Line, Measure, span_text};
 use crate::charge::{Category, Charge, Kind, Pricing};
 use crate::error::Result;
 use crate::money;
-use crate::report::money_text;
+use crate::report::{duration_text, money_text};
 use crate::waste::platform_zone;
 
 fn line(c: &Charge) -> Line {
@@ -118,9 +118,9 @@ impl Check for DoubleCharge {
                     d.difference = c.billed_cost;
                     d.locations = vec![line(prev), line(c)];
                     d.detail = format!(
-                        "{} is charged twice for {} h of the same time ({})",
+                        "{} is charged twice for {} of the same time ({})",
                         c.resource_id.as_deref().unwrap_or_default(),
-                        hours(end - start).normalize(),
+                        duration_text(hours(end - start)),
                         c.origin.item
                     );
                     out.push(d);
@@ -179,9 +179,9 @@ impl Check for CoverageGap {
                     d.difference = -hours(gap);
                     d.locations = vec![line(before), line(c)];
                     d.detail = format!(
-                        "{} has no charge for {} h between two of its charges: the export may be incomplete",
+                        "{} has no charge for {} between two of its charges: the export may be incomplete",
                         c.resource_id.as_deref().unwrap_or_default(),
-                        hours(gap).normalize()
+                        duration_text(hours(gap))
                     );
                     out.push(d);
                 }
