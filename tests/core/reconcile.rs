@@ -19,6 +19,7 @@ fn may() -> YearMonth {
 fn read(files: &[&str]) -> (Vec<Charge>, ReconcileInput) {
     let mut charges = Vec::new();
     let mut input = ReconcileInput::default();
+    input.learn_profiles(gpuaudit_core::import::profiles());
     for f in files {
         let bill = parse_bill(&fixture(f), None).unwrap();
         let r = &bill.report;
@@ -150,4 +151,35 @@ fn r008_a_charge_for_march_billed_in_may() {
     let found = run(&["aliyun/valid/r008_period_mismatch.csv"], Config::default());
     assert_eq!(summary(&found), vec![("R008", dec!(0), dec!(31), dec!(31), vec![11])]);
     assert_eq!(found[0].measure, Measure::Days);
+}
+
+#[test]
+fn r001_compares_a_cur_rate_with_the_cost_it_prices_not_the_public_on_demand_cost() {
+    // Reserved-instance hours (rate 0, cost 0, public on-demand 0.526), the RI fee, Savings
+    // Plan covered hours and their negations (negative rates), the plan's recurring fee.
+    let file = "aws-cur/valid/reservation_and_savings_plan.csv";
+    let (charges, input) = read(&[file]);
+    let spend = charges.iter().map(|c| c.billed_cost);
+    assert_eq!(gpuaudit_core::money::sum(spend, "t").unwrap(), dec!(149.01));
+    let by = super::by_category(&charges);
+    assert_eq!(by, super::cats(&[("compute", dec!(147.06)), ("other", dec!(1.95))]));
+    assert_eq!(check(&charges, may(), &input).unwrap(), vec![]);
+    // Compared with the public on-demand cost instead, every reserved hour was a false hit.
+    let list = ReconcileInput { unit_price_of: Default::default(), ..input };
+    let found = check(&charges, may(), &list).unwrap();
+    assert_eq!(
+        summary(&found),
+        vec![
+            ("R001", dec!(0), dec!(0.526), dec!(0.526), vec![3]),
+            ("R001", dec!(0), dec!(0.526), dec!(0.526), vec![4]),
+            ("R001", dec!(0), dec!(0.526), dec!(0.526), vec![5]),
+            ("R001", dec!(144.00), dec!(0), dec!(-144.00), vec![6]),
+            ("R001", dec!(1.006), dec!(0), dec!(-1.006), vec![8]),
+            ("R001", dec!(0.65), dec!(0), dec!(-0.65), vec![9]),
+            ("R001", dec!(1.006), dec!(0), dec!(-1.006), vec![11]),
+            ("R001", dec!(0.65), dec!(0), dec!(-0.65), vec![12]),
+            ("R001", dec!(1.006), dec!(0), dec!(-1.006), vec![14]),
+            ("R001", dec!(0.65), dec!(0), dec!(-0.65), vec![15]),
+        ]
+    );
 }

@@ -95,7 +95,7 @@ fn main() -> ExitCode {
     let result = match cli.command {
         Command::Waste(args) => cmd::waste::run(&store, &config, args),
         Command::Config(args) => cmd::config::run(&config, args),
-        Command::Reconcile(args) => cmd::reconcile::run(&store, &config, args),
+        Command::Reconcile(args) => cmd::reconcile::run(&store, &config, &profiles, args),
         Command::Import(args) => cmd::import::run(&store, &config, &profiles, args),
         Command::Ledger(args) => cmd::ledger::run(&store, args),
         Command::Summary(args) => cmd::summary::run(&store, args),

@@ -73,6 +73,7 @@ fn measure(m: &Measure) -> &'static str {
 pub fn run(
     store: &Store,
     config: &Config,
+    profiles: &[&'static dyn gpuaudit_core::import::Profile],
     args: ReconcileArgs,
 ) -> Result<ExitCode, gpuaudit_core::Error> {
     let month: YearMonth = args.month.parse().map_err(usage)?;
@@ -84,6 +85,7 @@ pub fn run(
         "checks: R001 to R008",
     )?;
     let mut input = ReconcileInput { config: config.clone(), ..Default::default() };
+    input.learn_profiles(profiles);
     for path in &args.statement {
         input.statements.extend(read_statement(path)?);
     }

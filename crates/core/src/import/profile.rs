@@ -86,6 +86,10 @@ pub trait Profile: Sync {
     fn rows_independent(&self) -> bool {
         false
     }
+    /// The money a row's unit price times its quantity comes to.
+    fn unit_price_of(&self) -> crate::import::spec::UnitPriceOf {
+        crate::import::spec::UnitPriceOf::ListCost
+    }
     /// How the format writes numbers.
     fn number_format(&self) -> crate::parse::NumberFormat {
         crate::parse::NumberFormat::default()

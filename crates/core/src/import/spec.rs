@@ -61,6 +61,12 @@ pub struct ProfileSpec {
     /// by spreadsheets in many locales, usually `;`-separated: `1.234,56`).
     #[serde(default, skip_serializing_if = "is_point")]
     pub decimal_separator: DecimalSeparator,
+    /// The money a row's `unit_price × quantity` comes to: `"list_cost"` (the default: the
+    /// list cost where the row has one, else the billed cost) or `"billed_cost"` (AWS CUR,
+    /// whose unblended rate prices the unblended cost, while its list cost is the public
+    /// on-demand price even on rows a reservation covers). R001 compares the two.
+    #[serde(default, skip_serializing_if = "is_list_cost")]
+    pub unit_price_of: UnitPriceOf,
     /// Whether amounts may group digits in threes (`1,234.56`; the default). Machine exports
     /// (FOCUS, AWS CUR) say `false`: a comma in their numbers is never a thousands separator.
     #[serde(default = "yes", skip_serializing_if = "is_true")]
@@ -120,6 +126,21 @@ impl OneOrMany {
             OneOrMany::Many(ks) => ks.clone(),
         }
     }
+}
+
+/// The money a unit price multiplies to (see [`ProfileSpec::unit_price_of`]).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum UnitPriceOf {
+    /// The list cost where the row has one, else the billed cost.
+    #[default]
+    ListCost,
+    /// The billed cost.
+    BilledCost,
+}
+
+fn is_list_cost(of: &UnitPriceOf) -> bool {
+    *of == UnitPriceOf::ListCost
 }
 
 fn yes() -> bool {
@@ -622,6 +643,9 @@ impl Profile for SpecProfile {
     }
     fn as_spec(&self) -> Option<&SpecProfile> {
         Some(self)
+    }
+    fn unit_price_of(&self) -> UnitPriceOf {
+        self.spec.unit_price_of
     }
     fn number_format(&self) -> NumberFormat {
         NumberFormat { decimal: self.spec.decimal_separator, grouping: self.spec.digit_grouping }

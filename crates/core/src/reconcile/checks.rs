@@ -8,6 +8,7 @@ use rust_decimal::Decimal;
 use super::{Check, Context, Discrepancy, Line, Measure, span_text};
 use crate::charge::{Category, Charge, Kind, Pricing};
 use crate::error::Result;
+use crate::import::spec::UnitPriceOf;
 use crate::money;
 use crate::report::{duration_text, money_text};
 use crate::waste::platform_zone;
@@ -37,7 +38,12 @@ fn hours(d: Duration) -> Decimal {
     Decimal::from(d.num_seconds()) / Decimal::from(3600)
 }
 
-/// R001: unit price × quantity against the list cost (billed cost where there is none).
+/// R001: unit price × quantity against the money that price applies to: the list cost (the
+/// billed cost where a row has none), or the billed cost for platforms whose profile says so
+/// (AWS CUR's unblended rate prices the unblended cost; its list cost is the public on-demand
+/// cost, stated even where a reservation or a Savings Plan made the row cost nothing).
+/// Signs are compared apart from the figures (negation rows carry negative rates). Rows
+/// without both a price and a quantity are not compared: they have nothing to multiply.
 pub struct Arithmetic;
 
 impl Check for Arithmetic {
@@ -51,8 +57,13 @@ impl Check for Arithmetic {
         let mut out = Vec::new();
         for c in ctx.in_month() {
             let (Some(price), Some(quantity)) = (c.unit_price, c.quantity) else { continue };
-            let expected = money::mul(price, quantity, "a unit price times its quantity")?;
-            let actual = c.list_cost.unwrap_or(c.billed_cost).abs();
+            let expected = money::mul(price, quantity, "a unit price times its quantity")?.abs();
+            let actual =
+                match ctx.input.unit_price_of.get(&c.platform).copied().unwrap_or_default() {
+                    UnitPriceOf::ListCost => c.list_cost.unwrap_or(c.billed_cost),
+                    UnitPriceOf::BilledCost => c.billed_cost,
+                }
+                .abs();
             let digits = actual.normalize().scale().clamp(2, 26);
             let tolerance = (Decimal::new(5, digits + 1)).max(Decimal::new(1, 2));
             let difference = money::sub(actual, expected, "a line's arithmetic")?;

@@ -149,8 +149,22 @@ pub struct ReconcileInput {
     pub footers: Vec<FooterTotal>,
     /// Statement lines given with `--statement`.
     pub statements: Vec<StatementLine>,
+    /// Per platform, the money its unit prices multiply to (R001); a platform not listed
+    /// prices its list cost where a row has one, else its billed cost. See
+    /// [`ReconcileInput::learn_profiles`].
+    pub unit_price_of: BTreeMap<String, crate::import::spec::UnitPriceOf>,
     /// Rate cards (R006).
     pub config: Config,
+}
+
+impl ReconcileInput {
+    /// Records what the profiles that import the platforms say about their rows (the money
+    /// their unit prices multiply to).
+    pub fn learn_profiles(&mut self, profiles: &[&'static dyn crate::import::Profile]) {
+        for p in profiles {
+            self.unit_price_of.insert(p.name().to_owned(), p.unit_price_of());
+        }
+    }
 }
 
 /// One reconciliation check.
