@@ -179,7 +179,11 @@ fn gpushare_generic_aliases_and_top_ups_that_are_not_spend() {
         cats(&[("compute", dec!(163.76)), ("data_disk", dec!(0.96))])
     );
     assert_eq!((bill.charges[0].kind, bill.charges[0].billed_cost), (Kind::Payment, dec!(-100.00)));
-    assert_eq!(bill.charges[4].pricing, Pricing::Subscription);
+    let weekly = bill.charges.iter().find(|c| c.origin.item.contains("包周")).unwrap();
+    assert_eq!(weekly.pricing, Pricing::Subscription);
+    // An hourly row covers the hour that ends at its time (the first at most an hour).
+    let hourly = bill.charges.iter().find(|c| c.origin.line == 4).unwrap();
+    assert_eq!(hourly.charge_end - hourly.charge_start, chrono::Duration::hours(1));
     let err = parse_bill(&fixture("gpushare/invalid/time_without_date.csv"), None).unwrap_err();
     assert!(err.to_string().contains(":2: column 时间: \"10:00:00\" is not a time"), "{err}");
 }

@@ -6,7 +6,7 @@ use chrono::{DateTime, Duration, TimeZone, Utc};
 use chrono_tz::Asia::Shanghai;
 use gpuaudit_core::config::{Config, InstanceNote, RateCard};
 use gpuaudit_core::waste::{Finding, audit};
-use gpuaudit_core::{Category, Charge, ChargeId, Kind, Origin, Pricing, YearMonth};
+use gpuaudit_core::{Category, Charge, ChargeId, Kind, Origin, Pricing, YearMonth, parse_bill};
 use rust_decimal::Decimal;
 use rust_decimal_macros::dec;
 
@@ -585,4 +585,50 @@ fn no_charge_is_counted_by_two_findings_and_findings_name_their_lines() {
     let mut sorted = amounts.clone();
     sorted.sort_by(|a, b| b.cmp(a));
     assert_eq!(amounts, sorted, "largest first");
+}
+
+// ---- spans of bills with one time column ------------------------------------------------
+
+#[test]
+fn a_running_gpushare_instance_does_not_make_its_disk_unattached() {
+    let bill =
+        parse_bill(&super::fixture("gpushare/valid/running_instance_with_its_disk.csv"), None)
+            .unwrap();
+    assert_eq!(
+        super::by_category(&bill.charges),
+        super::cats(&[("compute", dec!(135.36)), ("data_disk", dec!(2.88))])
+    );
+    // Each hourly row covers the hour that ends at its time, each storage row the day.
+    let disk: Vec<_> = bill.charges.iter().filter(|c| c.category == Category::DataDisk).collect();
+    assert!(disk.iter().all(|c| c.charge_end - c.charge_start == Duration::hours(24)), "{disk:?}");
+    let compute = bill.charges.iter().filter(|c| c.category == Category::Compute);
+    assert!(compute.clone().all(|c| c.charge_end - c.charge_start == Duration::hours(1)));
+    let findings = audit(&bill.charges, may(), &Config::default()).unwrap();
+    assert_eq!(findings, vec![], "the disk of a running instance is neither unattached nor idle");
+}
+
+#[test]
+fn compute_seen_only_at_instants_counts_as_run_for_w003_and_judges_no_off_time() {
+    let mut book = Book::aliyun();
+    for day in 1..=20 {
+        let at = at(5, day, 9);
+        book.add(
+            Category::Compute,
+            Some("ins-i"),
+            Some("ins-i"),
+            at,
+            at,
+            dec!(5.00),
+            Kind::Usage,
+            Pricing::OnDemand,
+        );
+    }
+    book.daily(Category::DataDisk, Some("ins-i"), "d-i", 5, 1..=31, dec!(2.00));
+    let findings = book.audit(&Config::default());
+    assert_eq!(
+        only(&findings, "W003"),
+        Vec::<&Finding>::new(),
+        "the instance ran in the look-back"
+    );
+    assert_eq!(only(&findings, "W001"), Vec::<&Finding>::new(), "its off time is unknown");
 }

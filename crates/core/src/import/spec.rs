@@ -795,7 +795,8 @@ fn contains_ignore_ascii_case(hay: &str, needle: &str) -> bool {
 
 struct SpecParser<'p> {
     profile: &'p SpecProfile,
-    /// Rows whose span needs the previous row of their instance: (instance, start, parsed).
+    /// Rows whose span needs the previous row of their instance and category:
+    /// (instance and category, start, longest span, parsed).
     kept: Vec<(String, DateTime<Utc>, Option<u32>, Parsed)>,
     /// The file's name as charges record it, made once.
     file: Option<String>,
@@ -1097,7 +1098,9 @@ impl RowParser for SpecParser<'_> {
                 unmapped_key(row, unmapped)?
             }
         };
-        let kept = keep.zip(instance).map(|(max, id)| (id.to_owned(), start, max));
+        // The previous row is the previous row of the same instance and category.
+        let kept =
+            keep.zip(instance).map(|(max, id)| (format!("{id}\u{1f}{category}"), start, max));
         self.texts = facts.texts.into_iter().map(|_| None).collect();
         match kept {
             Some((id, start, max)) => {

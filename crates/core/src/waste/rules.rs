@@ -184,6 +184,9 @@ fn while_off(
         else {
             continue;
         };
+        if !tl.knows_off() {
+            continue; // compute seen only at instants: when it was off is unknown
+        }
         let spans =
             off.entry(instance.as_str()).or_insert_with(|| tl.off_after_grace(known, grace));
         drafts.add(c, prorated(c, spans)?, clip(c, spans));
@@ -301,6 +304,10 @@ impl Rule for StaleSnapshot {
                 .and_then(|r| ctx.first_seen(&c.platform, r))
                 .unwrap_or(c.charge_start);
             let old_from = first + age;
+            let timeline = c.instance_id.as_deref().and_then(|i| ctx.timeline(&c.platform, i));
+            if timeline.is_some_and(|t| !t.knows_off()) {
+                continue; // compute seen only at instants: when it last ran is unknown
+            }
             let unused: Vec<Span> = match (&c.instance_id, ctx.known_span(&c.platform)) {
                 (Some(i), Some(known)) if ctx.timeline(&c.platform, i).is_some() => ctx
                     .timeline(&c.platform, i)

@@ -2,6 +2,11 @@
 //!
 //! Built once per audit from the compute charges (usage and subscription purchases; refunds
 //! do not uncover time) and shared by every rule.
+//!
+//! A compute charge without a duration (a bill with one time column and no span rule for it)
+//! covers no time, so it cannot say when an instance was off; but it is compute seen at that
+//! instant, so it counts as the instance having run then ([`Timeline::ran_within`]): W003
+//! does not call the disks of a running instance unattached because its bill has instants.
 
 use std::collections::HashMap;
 
@@ -17,12 +22,21 @@ pub type Span = (DateTime<Utc>, DateTime<Utc>);
 pub struct Timeline {
     /// Disjoint spans in which compute was paid for, in order.
     pub covered: Vec<Span>,
+    /// Instants of compute charges without a duration, in order.
+    pub seen: Vec<DateTime<Utc>>,
 }
 
 impl Timeline {
-    /// Whether any coverage touches `[from, to)`.
+    /// Whether any coverage touches `[from, to)`, or compute was seen in it.
     pub fn ran_within(&self, from: DateTime<Utc>, to: DateTime<Utc>) -> bool {
         self.covered.iter().any(|&(s, e)| s < to && e > from)
+            || self.seen.iter().any(|&t| t >= from && t < to)
+    }
+
+    /// Whether the timeline can tell when the instance was off: some of its compute covers
+    /// time. One seen only at instants cannot, and W001, W002 and W004 leave it alone.
+    pub fn knows_off(&self) -> bool {
+        !self.covered.is_empty()
     }
 
     /// The spans of `within` that no coverage touches.
@@ -58,22 +72,24 @@ impl Timeline {
 
 /// Timelines of every instance, keyed by (platform, instance id).
 pub fn build(charges: &[Charge]) -> HashMap<(&str, &str), Timeline> {
-    let mut spans: HashMap<(&str, &str), Vec<Span>> = HashMap::new();
+    let mut spans: HashMap<(&str, &str), (Vec<Span>, Vec<DateTime<Utc>>)> = HashMap::new();
     for c in charges {
-        let covers = c.category == Category::Compute
-            && matches!(c.kind, Kind::Usage | Kind::Purchase)
-            && c.charge_end > c.charge_start;
-        if let (true, Some(instance)) = (covers, &c.instance_id) {
-            spans
-                .entry((c.platform.as_str(), instance.as_str()))
-                .or_default()
-                .push((c.charge_start, c.charge_end));
+        let compute =
+            c.category == Category::Compute && matches!(c.kind, Kind::Usage | Kind::Purchase);
+        if let (true, Some(instance)) = (compute, &c.instance_id) {
+            let entry = spans.entry((c.platform.as_str(), instance.as_str())).or_default();
+            if c.charge_end > c.charge_start {
+                entry.0.push((c.charge_start, c.charge_end));
+            } else {
+                entry.1.push(c.charge_start);
+            }
         }
     }
     spans
         .into_iter()
-        .map(|(key, mut list)| {
+        .map(|(key, (mut list, mut seen))| {
             list.sort();
+            seen.sort();
             let mut covered: Vec<Span> = Vec::with_capacity(list.len());
             for (s, e) in list {
                 match covered.last_mut() {
@@ -81,7 +97,7 @@ pub fn build(charges: &[Charge]) -> HashMap<(&str, &str), Timeline> {
                     _ => covered.push((s, e)),
                 }
             }
-            (key, Timeline { covered })
+            (key, Timeline { covered, seen })
         })
         .collect()
 }
@@ -102,7 +118,7 @@ mod tests {
 
     #[test]
     fn off_periods_are_the_gaps_inside_the_window() {
-        let tl = Timeline { covered: vec![(t(2, 0), t(3, 0)), (t(5, 0), t(6, 0))] };
+        let tl = Timeline { covered: vec![(t(2, 0), t(3, 0)), (t(5, 0), t(6, 0))], seen: vec![] };
         assert_eq!(
             tl.off_periods((t(1, 0), t(10, 0))),
             vec![(t(1, 0), t(2, 0)), (t(3, 0), t(5, 0)), (t(6, 0), t(10, 0))]
