@@ -72,7 +72,9 @@ impl Timeline {
 
 /// Timelines of every instance, keyed by (platform, instance id).
 pub fn build(charges: &[Charge]) -> HashMap<(&str, &str), Timeline> {
-    let mut spans: HashMap<(&str, &str), (Vec<Span>, Vec<DateTime<Utc>>)> = HashMap::new();
+    /// An instance's compute: spans paid for, and instants seen.
+    type Compute = (Vec<Span>, Vec<DateTime<Utc>>);
+    let mut spans: HashMap<(&str, &str), Compute> = HashMap::new();
     for c in charges {
         let compute =
             c.category == Category::Compute && matches!(c.kind, Kind::Usage | Kind::Purchase);
