@@ -16,6 +16,7 @@ mod formats;
 mod reconcile;
 #[cfg(feature = "store")]
 mod store;
+mod third_month;
 mod trust;
 mod waste;
 

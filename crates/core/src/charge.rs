@@ -534,6 +534,40 @@ impl Charge {
     }
 }
 
+/// Links to their instance the charges whose resource is a known compute instance.
+///
+/// A bill often says which instance a disk, an IP or a transfer belongs to only by giving the
+/// instance's own id as the row's resource: GCP-style FOCUS exports put the VM's `ResourceId`
+/// on its egress rows, whose category is traffic. A charge with no instance whose resource
+/// id is the instance id of a compute charge of the same platform (and account) among
+/// `charges` belongs to that instance, whatever its category. Links that only other rows
+/// could tell (an IP billed under its own id, a disk under its own) stay as the bill has them.
+/// Returns how many charges were linked.
+pub fn link_to_instances(charges: &mut [Charge]) -> usize {
+    use std::collections::HashSet;
+    let instances: HashSet<(String, Option<String>, String)> = charges
+        .iter()
+        .filter(|c| c.category == Category::Compute)
+        .filter_map(|c| {
+            let id = c.instance_id.clone()?;
+            Some((c.platform.clone(), c.account.clone(), id))
+        })
+        .collect();
+    if instances.is_empty() {
+        return 0;
+    }
+    let mut linked = 0;
+    for c in charges.iter_mut().filter(|c| c.instance_id.is_none()) {
+        let Some(resource) = &c.resource_id else { continue };
+        let key = (c.platform.clone(), c.account.clone(), resource.clone());
+        if instances.contains(&key) {
+            c.instance_id = Some(resource.clone());
+            linked += 1;
+        }
+    }
+    linked
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

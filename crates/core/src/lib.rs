@@ -37,7 +37,9 @@ pub mod reconcile;
 pub mod report;
 pub mod waste;
 
-pub use charge::{Category, Charge, ChargeId, Kind, MAX_SCALE, Origin, Pricing, YearMonth};
+pub use charge::{
+    Category, Charge, ChargeId, Kind, MAX_SCALE, Origin, Pricing, YearMonth, link_to_instances,
+};
 pub use error::{Error, ErrorKind, Location, MAX_LISTED_ROW_ERRORS, NearMiss, Result, RowError};
 pub use import::{Bill, FileReport, parse_bill, read_bill};
 pub use parse::{

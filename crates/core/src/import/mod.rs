@@ -662,7 +662,9 @@ pub struct Bill {
 }
 
 /// Reads a whole bill into memory, failing with [`ErrorKind::InvalidRows`] if any row is
-/// invalid. For finance tooling that keeps its own storage.
+/// invalid, and links the charges whose resource is one of its compute instances to it
+/// ([`crate::link_to_instances`]; call it again on charges of several bills). For finance
+/// tooling that keeps its own storage.
 ///
 /// ```no_run
 /// let bill = gpuaudit_core::parse_bill("bills/autodl-2024-05.csv".as_ref(), None)?;
@@ -676,7 +678,9 @@ pub fn parse_bill(path: &Path, profile: Option<&'static dyn Profile>) -> Result<
     if !sink.errors.is_empty() {
         return Err(ErrorKind::InvalidRows { total: report.rejected, errors: sink.errors }.into());
     }
-    Ok(Bill { charges: sink.charges, report })
+    let mut charges = sink.charges;
+    crate::charge::link_to_instances(&mut charges);
+    Ok(Bill { charges, report })
 }
 
 #[derive(Default)]

@@ -239,7 +239,9 @@ impl Store {
         }
     }
 
-    /// Loads the committed charges that pass `filter`, in batch and file order.
+    /// Loads the committed charges that pass `filter`, in batch and file order, each charge
+    /// whose resource is a compute instance among them linked to it
+    /// ([`crate::link_to_instances`]).
     pub fn load(&self, filter: &LoadFilter) -> Result<Vec<Charge>> {
         let months: HashSet<String> = filter.months.iter().map(ToString::to_string).collect();
         let mut charges = Vec::new();
@@ -255,6 +257,7 @@ impl Store {
                 charges.append(&mut read);
             }
         }
+        crate::charge::link_to_instances(&mut charges);
         Ok(charges)
     }
 
