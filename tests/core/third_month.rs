@@ -32,3 +32,54 @@ fn egress_of_a_focus_vm_on_its_resource_id_belongs_to_the_vm() {
     assert_eq!((findings[0].code, findings[0].amount), ("W006", dec!(15.576)));
     assert_eq!(findings[0].instance_id.as_deref(), Some(vm));
 }
+
+#[test]
+fn the_tencent_resource_bill_reads_with_its_own_profile_on_the_tencent_platform() {
+    // GB18030, two title rows, a 合计 footer, 8-decimal money, one row per resource.
+    let bill = parse_bill(&fixture("tencent/valid/resource_bill_gb18030.csv"), None).unwrap();
+    assert_eq!(bill.report.profile, "tencent-resource");
+    assert!(bill.charges.iter().all(|c| c.platform == "tencent"));
+    assert_eq!(
+        super::by_category(&bill.charges),
+        super::cats(&[
+            ("compute", dec!(6736.61111111)),
+            ("data_disk", dec!(432.00)),
+            ("public_ip", dec!(5.28)),
+            ("snapshot", dec!(3.72000001)),
+        ])
+    );
+    let footer = &bill.report.control_totals[0];
+    assert_eq!((footer.label.as_str(), footer.amount), ("合计", Some(dec!(7177.61111112))));
+    assert_eq!(bill.report.totals["CNY"], dec!(7177.61111112), "the rows add up to the footer");
+    let by_resource =
+        |r: &str| bill.charges.iter().find(|c| c.resource_id.as_deref() == Some(r)).unwrap();
+    let cvm = by_resource("ins-8x2k4mq1");
+    assert_eq!(
+        (cvm.gpu_model.as_deref(), cvm.pricing),
+        (Some("T4"), gpuaudit_core::Pricing::OnDemand)
+    );
+    assert_eq!(
+        cvm.charge_end - cvm.charge_start,
+        chrono::Duration::days(30),
+        "hours from its usage start and end"
+    );
+    assert_eq!(
+        by_resource("disk-7m2qk9a1").instance_id.as_deref(),
+        Some("ins-8x2k4mq1"),
+        "by 配置描述"
+    );
+    assert_eq!(
+        by_resource("eip-3k9d2m1x").instance_id.as_deref(),
+        Some("ins-8x2k4mq1"),
+        "by 扩展字段1"
+    );
+    let refund = bill.charges.iter().find(|c| c.kind == gpuaudit_core::Kind::Refund).unwrap();
+    assert_eq!((refund.billed_cost, refund.gpu_model.as_deref()), (dec!(-445.50), Some("A10")));
+    // The detail bill still reads with the `tencent` profile, on the same platform.
+    let detail =
+        parse_bill(&fixture("tencent/valid/gb18030_title_rows_and_footer.csv"), None).unwrap();
+    assert_eq!(
+        (detail.report.profile, detail.charges[0].platform.as_str()),
+        ("tencent", "tencent")
+    );
+}

@@ -325,7 +325,7 @@ pub(crate) fn deliver_bill(
             });
         }
         drop((work_rx, done_tx));
-        let tally = consume(done_rx, pool_tx, profile.name(), sink);
+        let tally = consume(done_rx, pool_tx, profile.platform(), sink);
         let read = reader.join().unwrap_or_else(|panic| std::panic::resume_unwind(panic));
         read.and(tally)
     })

@@ -69,8 +69,13 @@ pub trait RowParser {
 
 /// One bill format.
 pub trait Profile: Sync {
-    /// Short stable name, used as the ledger's `platform` and by `--profile`.
+    /// Short stable name, used by `--profile`.
     fn name(&self) -> &'static str;
+    /// The ledger's `platform` of the charges the profile reads (its name unless it says
+    /// otherwise).
+    fn platform(&self) -> &'static str {
+        self.name()
+    }
     /// One line saying what the format is.
     fn description(&self) -> &'static str;
     /// The columns the profile reads.

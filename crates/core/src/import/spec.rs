@@ -43,8 +43,12 @@ use crate::parse::{DecimalSeparator, NumberFormat};
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct ProfileSpec {
-    /// Short stable name: the ledger's `platform`.
+    /// Short stable name: the ledger's `platform`, unless `platform` says otherwise.
     pub name: String,
+    /// The ledger's `platform` when it is not `name`: two profiles of one platform's bills
+    /// (Tencent's 明细账单 and 资源账单) put their charges on the same platform.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub platform: Option<String>,
     /// One line saying what the format is.
     #[serde(default)]
     pub description: String,
@@ -401,6 +405,7 @@ pub struct SpecProfile {
     /// The file text it was read from (printed by `formats --show`).
     source: String,
     name: &'static str,
+    platform: &'static str,
     description: &'static str,
     columns: &'static [Column],
     zone: Tz,
@@ -566,6 +571,7 @@ impl SpecProfile {
         class_columns.dedup();
         let profile = SpecProfile {
             name: leak(&spec.name),
+            platform: leak(spec.platform.as_deref().unwrap_or(&spec.name)),
             description: leak(&spec.description),
             columns: Box::leak(columns.into_boxed_slice()),
             zone,
@@ -613,6 +619,9 @@ impl Profile for SpecProfile {
     fn name(&self) -> &'static str {
         self.name
     }
+    fn platform(&self) -> &'static str {
+        self.platform
+    }
     fn description(&self) -> &'static str {
         self.description
     }
@@ -658,6 +667,7 @@ static BUILTIN_FILES: &[(&str, &str)] = &[
     ("focus.toml", include_str!("../../profiles/focus.toml")),
     ("aws-cur.toml", include_str!("../../profiles/aws-cur.toml")),
     ("tencent.toml", include_str!("../../profiles/tencent.toml")),
+    ("tencent-resource.toml", include_str!("../../profiles/tencent-resource.toml")),
     ("ctyun.toml", include_str!("../../profiles/ctyun.toml")),
     ("gpushare.toml", include_str!("../../profiles/gpushare.toml")),
 ];
@@ -1057,7 +1067,7 @@ impl RowParser for SpecParser<'_> {
         let file = self.file.get_or_insert_with(|| row.path().display().to_string());
         let parsed = out.get_or_insert_with(Parsed::blank);
         let c = &mut parsed.charge;
-        set(&mut c.platform, p.name);
+        set(&mut c.platform, p.platform);
         set_opt(&mut c.account, text(f.account));
         c.billing_period = billing_period;
         c.charge_start = start;

@@ -162,7 +162,7 @@ impl ReconcileInput {
     /// their unit prices multiply to).
     pub fn learn_profiles(&mut self, profiles: &[&'static dyn crate::import::Profile]) {
         for p in profiles {
-            self.unit_price_of.insert(p.name().to_owned(), p.unit_price_of());
+            self.unit_price_of.insert(p.platform().to_owned(), p.unit_price_of());
         }
     }
 }
