@@ -83,3 +83,49 @@ fn the_tencent_resource_bill_reads_with_its_own_profile_on_the_tencent_platform(
         ("tencent", "tencent")
     );
 }
+
+/// The findings and discrepancies of one bill's month, as `waste` and `reconcile` see it.
+fn audit_and_reconcile(
+    rel: &str,
+) -> (Vec<gpuaudit_core::waste::Finding>, Vec<gpuaudit_core::reconcile::Discrepancy>) {
+    use gpuaudit_core::reconcile::{ReconcileInput, check, footers_of};
+    let bill = parse_bill(&fixture(rel), None).unwrap();
+    let may = YearMonth::new(2024, 5).unwrap();
+    let findings = audit(&bill.charges, may, &Config::default()).unwrap();
+    let mut input = ReconcileInput::default();
+    input.learn_profiles(gpuaudit_core::import::profiles());
+    let r = &bill.report;
+    input.footers.extend(footers_of(&r.path, r.profile, &r.control_totals, &r.totals));
+    (findings, check(&bill.charges, may, &input).unwrap())
+}
+
+#[test]
+fn the_third_months_bills_audit_and_reconcile_to_the_cent() {
+    let (findings, found) = audit_and_reconcile("tencent/valid/resource_bill_gb18030.csv");
+    assert_eq!(
+        (findings, found),
+        (vec![], vec![]),
+        "the footer agrees; the disk and IP belong to a running CVM"
+    );
+    let (findings, found) =
+        audit_and_reconcile("gpushare/valid/running_instance_with_its_disk.csv");
+    assert_eq!((findings, found), (vec![], vec![]));
+    let (findings, found) = audit_and_reconcile("aws-cur/valid/reservation_and_savings_plan.csv");
+    assert_eq!((findings, found), (vec![], vec![]), "no false R001 on covered hours");
+    let (findings, found) =
+        audit_and_reconcile("focus/valid/vm_with_egress_on_its_resource_id.csv");
+    let w: Vec<_> = findings.iter().map(|f| (f.code, f.amount, f.charges.len())).collect();
+    assert_eq!(w, [("W006", dec!(15.576), 3)]);
+    assert_eq!(found, vec![]);
+}
+
+#[test]
+fn an_unclosed_quote_is_refused_at_the_line_it_opened_and_nothing_is_read() {
+    let err = parse_bill(&fixture("autodl/invalid/unclosed_quote_in_note.csv"), None).unwrap_err();
+    assert!(
+        err.to_string().ends_with(
+            "unclosed_quote_in_note.csv:5: column 备注: a quote opened here is never closed"
+        ),
+        "{err}"
+    );
+}

@@ -271,18 +271,7 @@ impl Store {
     /// nothing to the ledger, not even the lock (the ledger may be read-only): it reads the
     /// committed ids without the lock, and spills ids to the system's temporary folder.
     fn writer_keeping(&self, ids_in_memory: usize, dry_run: bool) -> Result<Writer> {
-        let lock = if dry_run {
-            None
-        } else {
-            io(&self.root, fs::create_dir_all(&self.root))?;
-            let lock_path = self.root.join(LOCK);
-            let lock = io(
-                &lock_path,
-                fs::OpenOptions::new().create(true).truncate(false).write(true).open(&lock_path),
-            )?;
-            io(&lock_path, lock.lock())?;
-            Some(lock)
-        };
+        let lock = if dry_run { None } else { Some(self.lock()?) };
         let manifest = self.manifest()?;
         if !dry_run {
             self.sweep(&manifest)?;
@@ -329,6 +318,17 @@ impl Store {
             totals: Totals::new(),
             parquet: None,
         })
+    }
+
+    /// Takes the writer's lock, waiting for another writer to finish; creates the ledger
+    /// folder first. Released when the file is dropped.
+    fn lock(&self) -> Result<File> {
+        io(&self.root, fs::create_dir_all(&self.root))?;
+        let path = self.root.join(LOCK);
+        let lock =
+            io(&path, fs::OpenOptions::new().create(true).truncate(false).write(true).open(&path))?;
+        io(&path, lock.lock())?;
+        Ok(lock)
     }
 
     /// Removes files under `charges/` and `rejects/` that no committed batch names, and a
@@ -810,11 +810,10 @@ impl Writer {
         manifest.version = 1;
         manifest.batches.push(batch);
         failpoint("before-commit");
-        let tmp = self.root.join(MANIFEST_TMP);
-        if let Err(e) = self.replace_manifest(&manifest, &tmp) {
+        if let Err(e) = replace_manifest(&self.root, &manifest) {
             // The manifest was not replaced: the batch's files go, so that nothing reading
             // `charges/**` directly counts rows no manifest names.
-            let _ = fs::remove_file(&tmp);
+            let _ = fs::remove_file(self.root.join(MANIFEST_TMP));
             self.abort();
             return Err(e);
         }
@@ -823,17 +822,19 @@ impl Writer {
         sync_dir(&self.root)?;
         Ok(Some(self.batch.clone()))
     }
+}
 
-    /// Writes `manifest` to `tmp`, syncs it and renames it over `manifest.json`.
-    fn replace_manifest(&self, manifest: &Manifest, tmp: &Path) -> Result<()> {
-        let bytes = serde_json::to_vec_pretty(manifest)
-            .map_err(|e| Error::ledger(tmp, format!("cannot encode manifest: {e}")))?;
-        let mut file = io(tmp, File::create(tmp))?;
-        io(tmp, file.write_all(&bytes).and_then(|()| file.sync_all()))?;
-        failpoint_error("manifest-rename").map_err(|e| Error::io(tmp, e))?;
-        let target = self.root.join(MANIFEST);
-        io(&target, fs::rename(tmp, &target))
-    }
+/// Writes `manifest` to a temporary file of the ledger at `root`, syncs it and renames it
+/// over `manifest.json` (the caller syncs the folder).
+fn replace_manifest(root: &Path, manifest: &Manifest) -> Result<()> {
+    let tmp = root.join(MANIFEST_TMP);
+    let bytes = serde_json::to_vec_pretty(manifest)
+        .map_err(|e| Error::ledger(&tmp, format!("cannot encode manifest: {e}")))?;
+    let mut file = io(&tmp, File::create(&tmp))?;
+    io(&tmp, file.write_all(&bytes).and_then(|()| file.sync_all()))?;
+    failpoint_error("manifest-rename").map_err(|e| Error::io(&tmp, e))?;
+    let target = root.join(MANIFEST);
+    io(&target, fs::rename(&tmp, &target))
 }
 
 impl Drop for Writer {

@@ -8,13 +8,9 @@
 //!   of the ledger's schema, has the rows the manifest says, and holds ids no other charge
 //!   has. It writes nothing and takes no lock.
 
-use std::fs::{self, File};
-use std::io::Write;
-use std::path::Path;
+use std::fs;
 
-use super::{
-    Batch, LOCK, MANIFEST, MANIFEST_TMP, Manifest, Store, TMP, columns, io, read_parquet, sync_dir,
-};
+use super::{Batch, MANIFEST, Store, TMP, columns, read_parquet, replace_manifest, sync_dir};
 use crate::error::{Error, Result};
 use crate::ids::{Claim, IdIndex};
 
@@ -45,12 +41,7 @@ pub struct Verified {
 impl Store {
     /// Takes batch `id` out of the ledger, atomically; returns what it held.
     pub fn remove_batch(&self, id: &str) -> Result<Batch> {
-        let lock_path = self.root.join(LOCK);
-        let lock = io(
-            &lock_path,
-            fs::OpenOptions::new().create(true).truncate(false).write(true).open(&lock_path),
-        )?;
-        io(&lock_path, lock.lock())?;
+        let lock = self.lock()?;
         let mut manifest = self.manifest()?;
         let Some(at) = manifest.batches.iter().position(|b| b.id == id) else {
             let known: Vec<&str> = manifest.batches.iter().map(|b| b.id.as_str()).collect();
@@ -58,7 +49,8 @@ impl Store {
             return Err(Error::ledger(&self.root, format!("no batch {id:?}; batches: {known}")));
         };
         let removed = manifest.batches.remove(at);
-        write_manifest(&self.root, &manifest)?;
+        replace_manifest(&self.root, &manifest)?;
+        sync_dir(&self.root)?;
         // The files of the batch are named by no manifest now: the sweep removes them.
         self.sweep(&manifest)?;
         let _ = fs::remove_dir(self.root.join(TMP));
@@ -135,17 +127,4 @@ impl Store {
         }
         Ok(out)
     }
-}
-
-/// Replaces the manifest of the ledger at `root` atomically (temp file, fsync, rename, fsync
-/// of the folder).
-fn write_manifest(root: &Path, manifest: &Manifest) -> Result<()> {
-    let tmp = root.join(MANIFEST_TMP);
-    let bytes = serde_json::to_vec_pretty(manifest)
-        .map_err(|e| Error::ledger(&tmp, format!("cannot encode manifest: {e}")))?;
-    let mut file = io(&tmp, File::create(&tmp))?;
-    io(&tmp, file.write_all(&bytes).and_then(|()| file.sync_all()))?;
-    let target = root.join(MANIFEST);
-    io(&target, fs::rename(&tmp, &target))?;
-    sync_dir(root)
 }
