@@ -93,7 +93,7 @@ fn main() -> ExitCode {
         }
     };
     let result = match cli.command {
-        Command::Waste(args) => cmd::waste::run(&store, &config, args),
+        Command::Waste(args) => cmd::waste::run(&store, &config, &profiles, args),
         Command::Config(args) => cmd::config::run(&config, args),
         Command::Reconcile(args) => cmd::reconcile::run(&store, &config, &profiles, args),
         Command::Import(args) => cmd::import::run(&store, &config, &profiles, args),

@@ -36,6 +36,7 @@ mod parse;
 pub mod reconcile;
 pub mod report;
 pub mod waste;
+pub mod zones;
 
 pub use charge::{
     Category, Charge, ChargeId, Kind, MAX_SCALE, Origin, Pricing, YearMonth, link_to_instances,

@@ -86,6 +86,7 @@ pub fn run(
     )?;
     let mut input = ReconcileInput { config: config.clone(), ..Default::default() };
     input.learn_profiles(profiles);
+    input.zones.extend(&store.zones()?);
     for path in &args.statement {
         input.statements.extend(read_statement(path)?);
     }

@@ -79,6 +79,10 @@ pub struct FileReport {
     pub path: String,
     /// The profile that read it.
     pub profile: &'static str,
+    /// The platform of its charges.
+    pub platform: &'static str,
+    /// The zone its naive times are in, and its platform's days and months cut in.
+    pub zone: chrono_tz::Tz,
     /// Data rows read (footers and blank rows not counted).
     pub rows_read: u64,
     /// Charges handed to the sink.
@@ -340,6 +344,8 @@ pub(crate) fn deliver_bill(
     Ok(FileReport {
         path: path.display().to_string(),
         profile: profile.name(),
+        platform: profile.platform(),
+        zone: profile.zone(),
         rows_read: source.rows_read(),
         charges: tally.charges,
         rejected: tally.rejected,

@@ -118,6 +118,14 @@ pub struct SourceFile {
     pub size: u64,
     /// The profile that read it.
     pub profile: String,
+    /// The platform of its charges (absent in ledgers made before it was recorded: the
+    /// profile's name).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub platform: Option<String>,
+    /// The zone the profile cut its days and months in (IANA name; absent in ledgers made
+    /// before it was recorded: a built-in profile's zone).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub zone: Option<String>,
     /// Data rows read.
     pub rows_read: u64,
     /// Charges new to the ledger.
@@ -237,6 +245,20 @@ impl Store {
             }
             Err(e) => Err(Error::io(path, e)),
         }
+    }
+
+    /// The zone of each platform of the ledger, as the profiles that imported it said (the
+    /// newest file's wins). Files imported before zones were recorded say nothing: combine
+    /// with [`crate::zones::Zones::with_profiles`] of the profiles in use.
+    pub fn zones(&self) -> Result<crate::zones::Zones> {
+        let mut zones = crate::zones::Zones::none();
+        for source in self.manifest()?.batches.iter().flat_map(|b| &b.sources) {
+            let platform = source.platform.as_deref().unwrap_or(&source.profile);
+            if let Some(zone) = source.zone.as_deref().and_then(|z| z.parse().ok()) {
+                zones.insert(platform, zone);
+            }
+        }
+        Ok(zones)
     }
 
     /// Loads the committed charges that pass `filter`, in batch and file order, each charge
@@ -395,6 +417,8 @@ impl Store {
                 sha256: report.sha256.clone(),
                 size: report.size,
                 profile: report.profile.to_owned(),
+                platform: Some(report.platform.to_owned()),
+                zone: Some(report.zone.name().to_owned()),
                 rows_read: report.rows_read,
                 new,
                 duplicates,

@@ -11,7 +11,6 @@ use crate::error::Result;
 use crate::import::spec::UnitPriceOf;
 use crate::money;
 use crate::report::{duration_text, money_text};
-use crate::waste::platform_zone;
 
 fn line(c: &Charge) -> Line {
     Line { file: c.origin.file.clone(), line: c.origin.line }
@@ -434,7 +433,7 @@ impl Check for PeriodMismatch {
     fn run(&self, ctx: &Context<'_>) -> Result<Vec<Discrepancy>> {
         let mut out = Vec::new();
         for c in ctx.in_month() {
-            let tz = platform_zone(&c.platform);
+            let tz = ctx.input.zones.of(&c.platform);
             let (start, end) = (c.billing_period.start(tz), c.billing_period.next().start(tz));
             let before =
                 c.charge_end < start || (c.charge_end == start && c.charge_end > c.charge_start);

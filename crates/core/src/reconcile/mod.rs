@@ -153,16 +153,19 @@ pub struct ReconcileInput {
     /// prices its list cost where a row has one, else its billed cost. See
     /// [`ReconcileInput::learn_profiles`].
     pub unit_price_of: BTreeMap<String, crate::import::spec::UnitPriceOf>,
+    /// The zone each platform cuts its months in (R008); the built-in profiles' by default.
+    pub zones: crate::zones::Zones,
     /// Rate cards (R006).
     pub config: Config,
 }
 
 impl ReconcileInput {
     /// Records what the profiles that import the platforms say about their rows (the money
-    /// their unit prices multiply to).
+    /// their unit prices multiply to, the zone their months are cut in).
     pub fn learn_profiles(&mut self, profiles: &[&'static dyn crate::import::Profile]) {
         for p in profiles {
             self.unit_price_of.insert(p.platform().to_owned(), p.unit_price_of());
+            self.zones.insert(p.platform(), p.zone());
         }
     }
 }

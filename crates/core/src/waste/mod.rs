@@ -39,6 +39,7 @@ pub use timeline::{Span, Timeline};
 
 use crate::charge::{Category, Charge, ChargeId, YearMonth};
 use crate::config::Config;
+use crate::zones::Zones;
 
 /// How much a finding matters.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
@@ -161,16 +162,17 @@ pub struct Context<'a> {
     known: HashMap<&'a str, Span>,
     first_seen: HashMap<(&'a str, &'a str), DateTime<Utc>>,
     rates: HashMap<(&'a str, &'a str, Category, &'a str), Rate>,
-}
-
-/// The zone a platform cuts its months in.
-pub fn platform_zone(platform: &str) -> Tz {
-    crate::import::profile_by_name(platform).map_or(chrono_tz::UTC, |p| p.zone())
+    zones: &'a Zones,
 }
 
 impl<'a> Context<'a> {
     /// Builds timelines, knowledge spans, first sightings and resource rates once.
-    pub fn new(charges: &'a [Charge], month: YearMonth, config: &'a Config) -> crate::Result<Self> {
+    pub fn new(
+        charges: &'a [Charge],
+        month: YearMonth,
+        config: &'a Config,
+        zones: &'a Zones,
+    ) -> crate::Result<Self> {
         let mut known: HashMap<&str, Span> = HashMap::new();
         let mut first_seen: HashMap<(&str, &str), DateTime<Utc>> = HashMap::new();
         let mut rates: HashMap<(&str, &str, Category, &str), Rate> = HashMap::new();
@@ -199,6 +201,7 @@ impl<'a> Context<'a> {
             known,
             first_seen,
             rates,
+            zones,
         })
     }
 
@@ -214,9 +217,14 @@ impl<'a> Context<'a> {
         self.charges.iter().filter(move |c| c.billing_period == month && c.is_spend())
     }
 
+    /// The zone the platform cuts its days and months in.
+    pub fn zone(&self, platform: &str) -> Tz {
+        self.zones.of(platform)
+    }
+
     /// The month as UTC instants, cut in the platform's zone.
     pub fn month_span(&self, platform: &str) -> Span {
-        let tz = platform_zone(platform);
+        let tz = self.zone(platform);
         (self.month.start(tz), self.month.next().start(tz))
     }
 
@@ -243,21 +251,34 @@ impl<'a> Context<'a> {
     }
 }
 
-/// Runs every rule of [`RULES`]. A sum of money that would not fit exactly is an
+/// Runs every rule of [`RULES`], cutting the built-in profiles' platforms in their zones (see
+/// [`audit_in`] for other platforms). A sum of money that would not fit exactly is an
 /// [`crate::ErrorKind::Overflow`], never a rounded total.
 pub fn audit(charges: &[Charge], month: YearMonth, config: &Config) -> crate::Result<Vec<Finding>> {
-    audit_with(RULES, charges, month, config)
+    audit_in(RULES, charges, month, config, &Zones::default())
 }
 
-/// Runs the given rules: claims in order, drops findings under `min_amount`, and orders the
-/// result by amount, largest first.
+/// Runs the given rules with the built-in profiles' zones (see [`audit_in`]).
 pub fn audit_with(
     rules: &[&dyn Rule],
     charges: &[Charge],
     month: YearMonth,
     config: &Config,
 ) -> crate::Result<Vec<Finding>> {
-    let ctx = Context::new(charges, month, config)?;
+    audit_in(rules, charges, month, config, &Zones::default())
+}
+
+/// Runs the given rules, cutting each platform's days and months in its zone from `zones`:
+/// claims in order, drops findings under `min_amount`, and orders the result by amount,
+/// largest first.
+pub fn audit_in(
+    rules: &[&dyn Rule],
+    charges: &[Charge],
+    month: YearMonth,
+    config: &Config,
+    zones: &Zones,
+) -> crate::Result<Vec<Finding>> {
+    let ctx = Context::new(charges, month, config, zones)?;
     let mut claimed: HashSet<ChargeId> = HashSet::new();
     let mut out = Vec::new();
     for rule in rules {
