@@ -1180,6 +1180,25 @@ mod tests {
     }
 
     #[test]
+    fn every_profile_file_is_registered_and_every_registered_one_exists() {
+        let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("profiles");
+        let mut files: Vec<String> = std::fs::read_dir(&dir)
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .filter(|name| name.ends_with(".toml"))
+            .collect();
+        files.sort();
+        let mut registered: Vec<String> =
+            BUILTIN_FILES.iter().map(|(name, _)| (*name).to_owned()).collect();
+        registered.sort();
+        assert_eq!(files, registered, "crates/core/profiles/ and BUILTIN_FILES differ");
+        for (name, text) in BUILTIN_FILES {
+            assert_eq!(std::fs::read_to_string(dir.join(name)).unwrap(), *text, "{name}");
+        }
+        assert_eq!(builtin().len(), BUILTIN_FILES.len());
+    }
+
+    #[test]
     fn a_broken_profile_file_is_refused_with_what_is_wrong() {
         let path = Path::new("mine.toml");
         let base = include_str!("../../profiles/autodl.toml");
