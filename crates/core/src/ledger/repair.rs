@@ -10,7 +10,9 @@
 
 use std::fs;
 
-use super::{Batch, MANIFEST, Store, TMP, columns, read_parquet, replace_manifest, sync_dir};
+use super::manifest::replace_manifest;
+use super::reader::read_parquet;
+use super::{Batch, MANIFEST, Store, TMP, columns, sync_dir};
 use crate::error::{Error, Result};
 use crate::ids::{Claim, IdIndex};
 

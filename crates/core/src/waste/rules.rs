@@ -346,7 +346,8 @@ impl Rule for StaleSnapshot {
 ///
 /// The plan prices are the rate card's, else the lowest seen in the ledger for the same
 /// platform, GPU model and currency: a subscription purchase of compute whose length is its
-/// span (a day or more) or the plan its item names ([`plan_days`]), pro-rated to 30 days
+/// span (a day or more) or the plan its item names (包周/weekly 7 days, 包月/monthly 30,
+/// 包年/yearly 365), pro-rated to 30 days
 /// (plans of 28 days or more) or 7 days (shorter ones). GPU counts are not compared.
 pub struct OnDemandOverSubscription;
 

@@ -1,0 +1,108 @@
+//! The list of committed batches (`manifest.json`) and its atomic replacement.
+//!
+//! The manifest is the ledger's only commit point: a batch exists when the manifest names it.
+//! It is replaced whole, through a temporary file that is synced and renamed over it; the
+//! caller syncs the folder.
+
+use std::collections::BTreeMap;
+use std::fs::{self, File};
+use std::io::Write;
+use std::path::Path;
+
+use rust_decimal::Decimal;
+use serde::{Deserialize, Serialize};
+
+use super::{MANIFEST, MANIFEST_TMP, io};
+use crate::error::{Error, Result};
+use crate::import::ControlTotal;
+
+/// The list of committed batches.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Manifest {
+    /// Format version of the manifest (1).
+    pub version: u32,
+    /// Batches, oldest first.
+    pub batches: Vec<Batch>,
+}
+
+/// One committed import.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Batch {
+    /// Unique id: UTC time and a random suffix.
+    pub id: String,
+    /// When it was committed (RFC 3339, UTC).
+    pub created: String,
+    /// The files read.
+    pub sources: Vec<SourceFile>,
+    /// Charges added.
+    pub rows: u64,
+    /// Billing months the batch added charges to.
+    pub months: Vec<String>,
+    /// Parquet files written, relative to the ledger folder.
+    pub files: Vec<PartFile>,
+    /// Reject files written, relative to the ledger folder.
+    pub rejects: Vec<String>,
+}
+
+/// A bill file read by a batch.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SourceFile {
+    /// The path as given on the command line.
+    pub path: String,
+    /// SHA-256 of its bytes, hex.
+    pub sha256: String,
+    /// Its size in bytes.
+    pub size: u64,
+    /// The profile that read it.
+    pub profile: String,
+    /// The platform of its charges (absent in ledgers made before it was recorded: the
+    /// profile's name).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub platform: Option<String>,
+    /// The zone the profile cut its days and months in (IANA name; absent in ledgers made
+    /// before it was recorded: a built-in profile's zone).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub zone: Option<String>,
+    /// Data rows read.
+    pub rows_read: u64,
+    /// Charges new to the ledger.
+    pub new: u64,
+    /// Charges already in the ledger.
+    pub duplicates: u64,
+    /// Rows rejected.
+    pub rejected: u64,
+    /// Footer control totals.
+    pub control_totals: Vec<ControlTotal>,
+    /// What the file's spend rows add up to, per currency (all rows read, new or not).
+    #[serde(default)]
+    pub totals: BTreeMap<String, Decimal>,
+    /// Billing months of the file's rows.
+    #[serde(default)]
+    pub months: Vec<String>,
+}
+
+/// One Parquet part file.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PartFile {
+    /// Path relative to the ledger folder.
+    pub path: String,
+    /// Billing month of its charges.
+    pub month: String,
+    /// Platform of its charges.
+    pub platform: String,
+    /// Number of charges.
+    pub rows: u64,
+}
+
+/// Writes `manifest` to a temporary file of the ledger at `root`, syncs it and renames it
+/// over `manifest.json` (the caller syncs the folder).
+pub(super) fn replace_manifest(root: &Path, manifest: &Manifest) -> Result<()> {
+    let tmp = root.join(MANIFEST_TMP);
+    let bytes = serde_json::to_vec_pretty(manifest)
+        .map_err(|e| Error::ledger(&tmp, format!("cannot encode manifest: {e}")))?;
+    let mut file = io(&tmp, File::create(&tmp))?;
+    io(&tmp, file.write_all(&bytes).and_then(|()| file.sync_all()))?;
+    super::writer::failpoint_error("manifest-rename").map_err(|e| Error::io(&tmp, e))?;
+    let target = root.join(MANIFEST);
+    io(&target, fs::rename(&tmp, &target))
+}

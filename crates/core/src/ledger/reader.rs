@@ -1,0 +1,119 @@
+//! Reading the ledger: the manifest, the zones files were imported in, and the charges of
+//! the committed part files. A part file that cannot be read is an error that names its
+//! batch and the way out (`gpuaudit ledger --remove`), never a dead ledger.
+
+use std::collections::HashSet;
+use std::fs::{self, File};
+use std::path::Path;
+
+use polars::prelude::{ParquetReader, SerReader};
+
+use super::{LoadFilter, MANIFEST, Manifest, Store, columns, io};
+use crate::charge::Charge;
+use crate::error::{Error, ErrorKind, Result};
+use crate::ids::IdIndex;
+
+impl Store {
+    /// The committed batches; an empty manifest when the ledger does not exist yet.
+    pub fn manifest(&self) -> Result<Manifest> {
+        let path = self.root.join(MANIFEST);
+        match fs::read(&path) {
+            Ok(bytes) => serde_json::from_slice(&bytes)
+                .map_err(|e| Error::ledger(&path, format!("unreadable manifest: {e}"))),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                Ok(Manifest { version: 1, batches: Vec::new() })
+            }
+            Err(e) => Err(Error::io(path, e)),
+        }
+    }
+
+    /// The zone of each platform of the ledger, as the profiles that imported it said (the
+    /// newest file's wins). Files imported before zones were recorded say nothing: combine
+    /// with [`crate::zones::Zones::with_profiles`] of the profiles in use.
+    pub fn zones(&self) -> Result<crate::zones::Zones> {
+        let mut zones = crate::zones::Zones::none();
+        for source in self.manifest()?.batches.iter().flat_map(|b| &b.sources) {
+            let platform = source.platform.as_deref().unwrap_or(&source.profile);
+            if let Some(zone) = source.zone.as_deref().and_then(|z| z.parse().ok()) {
+                zones.insert(platform, zone);
+            }
+        }
+        Ok(zones)
+    }
+
+    /// Loads the committed charges that pass `filter`, in batch and file order, each charge
+    /// whose resource is a compute instance among them linked to it
+    /// ([`crate::link_to_instances`]).
+    pub fn load(&self, filter: &LoadFilter) -> Result<Vec<Charge>> {
+        let months: HashSet<String> = filter.months.iter().map(ToString::to_string).collect();
+        let mut charges = Vec::new();
+        for batch in self.manifest()?.batches {
+            for part in batch.files {
+                if !months.is_empty() && !months.contains(&part.month) {
+                    continue;
+                }
+                let path = self.root.join(&part.path);
+                let mut read = read_parquet(&path, None)
+                    .and_then(|df| columns::from_frame(&df).map_err(|m| Error::ledger(&path, m)))
+                    .map_err(|e| unreadable(e, &batch.id))?;
+                charges.append(&mut read);
+            }
+        }
+        crate::charge::link_to_instances(&mut charges);
+        Ok(charges)
+    }
+
+    /// Claims in `known` the id of every charge of the committed part files (only the `id`
+    /// column is read), as the ids of file 0: the ledger's.
+    pub(super) fn claim_committed_ids(
+        &self,
+        manifest: &Manifest,
+        known: &mut IdIndex,
+    ) -> Result<()> {
+        let parts = manifest.batches.iter().flat_map(|b| b.files.iter().map(move |p| (b, p)));
+        for (batch, part) in parts {
+            let path = self.root.join(&part.path);
+            let unreadable = |e| unreadable(e, &batch.id);
+            let df = read_parquet(&path, Some(vec!["id".into()])).map_err(unreadable)?;
+            let ids = df
+                .column("id")
+                .and_then(|c| c.str().cloned())
+                .map_err(|e| unreadable(Error::ledger(&path, e.to_string())))?;
+            for id in ids.iter().flatten() {
+                let id = u128::from_str_radix(id, 16).map_err(|_| {
+                    unreadable(Error::ledger(&path, format!("bad charge id {id:?}")))
+                })?;
+                known.claim(id, 0)?;
+            }
+        }
+        Ok(())
+    }
+}
+
+/// The error of a committed file that cannot be read, with the way out: which batch it is
+/// part of, and how to take that batch out.
+pub(super) fn unreadable(e: Error, batch: &str) -> Error {
+    let repair = format!(
+        "; the file is part of batch {batch}: `gpuaudit ledger --remove {batch}` takes the batch \
+         out (import its bills again after), `gpuaudit ledger --verify` checks every file"
+    );
+    match e.into_kind() {
+        ErrorKind::Ledger { path, message } => Error::ledger(path, message + &repair),
+        ErrorKind::Parquet { path, source } => {
+            Error::ledger(path, format!("parquet: {source}{repair}"))
+        }
+        ErrorKind::Io { path, source } => Error::ledger(path, format!("{source}{repair}")),
+        other => other.into(),
+    }
+}
+
+pub(super) fn read_parquet(
+    path: &Path,
+    columns: Option<Vec<String>>,
+) -> Result<polars::prelude::DataFrame> {
+    let file = io(path, File::open(path))?;
+    ParquetReader::new(file)
+        .with_columns(columns)
+        .finish()
+        .map_err(|source| ErrorKind::Parquet { path: path.to_owned(), source }.into())
+}

@@ -1,0 +1,518 @@
+//! Writing a batch: charges buffered per partition and flushed as Parquet part files by a
+//! thread of their own, rejected rows kept as CSV, and the commit that moves the files into
+//! their partitions and replaces the manifest (or, on any failure, removes them again).
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::fs::{self, File};
+use std::path::{Path, PathBuf};
+
+use chrono::Utc;
+use polars::prelude::{BooleanChunked, DataFrame};
+
+use super::columns::{self, FrameBuilder};
+use super::manifest::{Batch, Manifest, PartFile, SourceFile, replace_manifest};
+use super::{FLUSH_ROWS, ImportOptions, MANIFEST_TMP, TMP, Totals, io, part, sync_dir};
+use crate::charge::{Charge, ChargeId, YearMonth};
+use crate::error::{Error, ErrorKind, MAX_LISTED_ROW_ERRORS, Result, RowError};
+use crate::ids::IdIndex;
+use crate::import::{self, Deliver, Facts, Spend};
+
+/// The first row problems of a batch, kept for the error message.
+#[derive(Default)]
+pub(super) struct Failure {
+    pub(super) errors: Vec<RowError>,
+    pub(super) total: u64,
+}
+
+/// A charge counted by [`Writer::add`], waiting for its columns.
+struct Pending {
+    id: u128,
+    keep: bool,
+    month: YearMonth,
+    platform: &'static str,
+}
+
+/// A batch being written, holding the ledger's lock.
+pub struct Writer {
+    root: PathBuf,
+    /// The advisory lock, released on drop; `None` for a dry run on a missing ledger.
+    _lock: Option<File>,
+    manifest: Manifest,
+    /// Every id of the ledger and of the batch so far.
+    known: IdIndex,
+    /// Serial of the file being read (0 stands for the committed ledger).
+    pub(super) file: u32,
+    batch: String,
+    buffers: BTreeMap<(YearMonth, String), Vec<DataFrame>>,
+    /// What is known of the charges whose columns have not come yet.
+    pending: Vec<Pending>,
+    parts: Vec<PartFile>,
+    rejects: Vec<String>,
+    pub(super) sources: Vec<SourceFile>,
+    pub(super) totals: Totals,
+    parquet: Option<ParquetThread>,
+}
+
+/// Columns waiting to be written, and where.
+type ParquetJob = (PathBuf, DataFrame);
+
+/// The thread that turns buffered charges into Parquet part files, one batch behind parsing.
+struct ParquetThread {
+    jobs: std::sync::mpsc::SyncSender<ParquetJob>,
+    thread: std::thread::JoinHandle<Result<()>>,
+}
+
+impl ParquetThread {
+    fn start() -> Self {
+        // One part file may wait while another is written, so parsing does not stall when a
+        // write takes longer than a flush's worth of parsing (the writer's LZ4 and file
+        // output run on this one thread). Memory holds at most three flushes' worth.
+        let (jobs, queue) = std::sync::mpsc::sync_channel::<ParquetJob>(1);
+        let thread = std::thread::spawn(move || {
+            for (path, mut frame) in queue {
+                write_part(&path, &mut frame)?;
+            }
+            Ok(())
+        });
+        ParquetThread { jobs, thread }
+    }
+}
+
+/// Writes one part file, past the page cache (see `crate::direct`), and syncs it to disk.
+fn write_part(path: &Path, frame: &mut DataFrame) -> Result<()> {
+    let parquet_error = |source| Error::from(ErrorKind::Parquet { path: path.to_owned(), source });
+    // Gathered in large writes: the Parquet writer makes a call per Thrift field of every
+    // page header (tens of thousands of one-byte writes per part file).
+    let mut file = io(path, crate::direct::Writer::create_new(path))?;
+    part::write(&mut file, frame).map_err(parquet_error)?;
+    let file = io(path, file.finish())?;
+    io(path, file.sync_all())
+}
+
+/// The columns of a batch of charges, made on a parsing thread.
+impl import::Encoder for FrameBuilder {
+    fn push(&mut self, charge: &Charge) {
+        FrameBuilder::push(self, charge);
+    }
+    fn finish(self: Box<Self>) -> Result<import::Encoded> {
+        let frame = FrameBuilder::finish(*self)
+            .map_err(|source| ErrorKind::Parquet { path: PathBuf::from("charges"), source })?;
+        Ok(Box::new(frame))
+    }
+}
+
+fn new_frame_builder(capacity: usize) -> Box<dyn import::Encoder> {
+    Box::new(FrameBuilder::new(capacity))
+}
+
+impl Writer {
+    /// A writer of batch `batch` of the ledger at `root`, holding `lock` (none for a dry run),
+    /// with the committed `manifest` and the ids it names in `known`.
+    pub(super) fn new(
+        root: PathBuf,
+        lock: Option<File>,
+        manifest: Manifest,
+        known: IdIndex,
+        batch: String,
+    ) -> Self {
+        Writer {
+            root,
+            _lock: lock,
+            manifest,
+            known,
+            file: 0,
+            batch,
+            buffers: BTreeMap::new(),
+            pending: Vec::new(),
+            parts: Vec::new(),
+            rejects: Vec::new(),
+            sources: Vec::new(),
+            totals: Totals::new(),
+            parquet: None,
+        }
+    }
+
+    /// A writer for a dry run on a ledger that does not exist: nothing is created.
+    pub(super) fn detached(root: &Path) -> Self {
+        Writer {
+            root: root.to_owned(),
+            _lock: None,
+            manifest: Manifest { version: 1, batches: Vec::new() },
+            known: IdIndex::spilling(
+                std::env::temp_dir().join(format!("gpuaudit-dry-run-{}", std::process::id())),
+                crate::ids::IN_MEMORY,
+            ),
+            file: 0,
+            batch: "dry-run".into(),
+            buffers: BTreeMap::new(),
+            pending: Vec::new(),
+            parts: Vec::new(),
+            rejects: Vec::new(),
+            sources: Vec::new(),
+            totals: Totals::new(),
+            parquet: None,
+        }
+    }
+
+    /// Counts a charge of the file being read; a new one is written when `write`.
+    fn add(&mut self, facts: &Facts, id: ChargeId, new: bool, write: bool) {
+        self.pending.push(Pending {
+            id: id.0,
+            keep: new && write,
+            month: facts.billing_period,
+            platform: facts.platform,
+        });
+    }
+
+    /// Adds the spend of new charges of a batch to the totals.
+    fn add_spend(&mut self, spend: Spend) -> Result<()> {
+        // Keys are looked up borrowed: no allocation once a group exists.
+        let found = self.totals.iter_mut().find(|((p, c, cur), _)| {
+            *c == spend.category && cur == spend.currency && p == spend.platform
+        });
+        let total = match found {
+            Some((_, total)) => total,
+            None => self
+                .totals
+                .entry((spend.platform.to_owned(), spend.category, spend.currency.to_owned()))
+                .or_default(),
+        };
+        total.0 = crate::money::add(total.0, spend.billed, "the batch's spend")?;
+        total.1 += spend.charges;
+        Ok(())
+    }
+
+    /// Takes the columns of the charges counted since the last call: the new ones go to
+    /// their partitions' buffers, the rest are dropped.
+    fn add_frame(&mut self, frame: DataFrame) -> Result<()> {
+        let mut pending = std::mem::take(&mut self.pending);
+        let added = self.add_rows(frame, &pending);
+        // The list is kept for the next batch: growing a new one cost a dozen reallocations.
+        pending.clear();
+        self.pending = pending;
+        added
+    }
+
+    /// [`Writer::add_frame`] for the charges `pending` counted.
+    fn add_rows(&mut self, frame: DataFrame, pending: &[Pending]) -> Result<()> {
+        if !pending.iter().any(|p| p.keep) {
+            return Ok(());
+        }
+        let frame_error =
+            |e: polars::prelude::PolarsError| Error::ledger(&self.root, e.to_string());
+        if frame.height() != pending.len() {
+            return Err(Error::ledger(&self.root, "columns and charges out of step"));
+        }
+        let ids: Vec<u128> = pending.iter().map(|p| p.id).collect();
+        let frame = columns::with_ids(frame, &ids).map_err(frame_error)?;
+        let mut keys: Vec<(YearMonth, &'static str)> = Vec::new();
+        for p in pending.iter().filter(|p| p.keep) {
+            if !keys.contains(&(p.month, p.platform)) {
+                keys.push((p.month, p.platform));
+            }
+        }
+        for (month, platform) in keys {
+            let mask: BooleanChunked = pending
+                .iter()
+                .map(|p| p.keep && p.month == month && p.platform == platform)
+                .collect();
+            let part = if mask.all() {
+                frame.clone()
+            } else {
+                frame.filter(&mask).map_err(frame_error)?
+            };
+            let found = self.buffers.iter_mut().find(|((m, p), _)| *m == month && p == platform);
+            match found {
+                Some((_, frames)) => frames.push(part),
+                None => {
+                    self.buffers.insert((month, platform.to_owned()), vec![part]);
+                }
+            }
+        }
+        let buffered: usize = self.buffers.values().flatten().map(DataFrame::height).sum();
+        if buffered >= FLUSH_ROWS {
+            self.flush()?;
+        }
+        Ok(())
+    }
+
+    /// Hands every buffered partition to the Parquet thread, which writes it as a part file
+    /// while parsing goes on (the machines have two cores).
+    fn flush(&mut self) -> Result<()> {
+        for ((month, platform), frames) in std::mem::take(&mut self.buffers) {
+            let mut frames = frames.into_iter();
+            let Some(mut frame) = frames.next() else { continue };
+            for more in frames {
+                frame
+                    .vstack_mut_owned(more)
+                    .map_err(|e| Error::ledger(&self.root, e.to_string()))?;
+            }
+            let dir = format!("charges/month={month}/platform={platform}");
+            let rel = format!("{dir}/{}-{:04}.parquet", self.batch, self.parts.len());
+            let path = self.staging(self.parts.len());
+            if let Some(staging) = path.parent() {
+                io(staging, fs::create_dir_all(staging))?;
+            }
+            self.parts.push(PartFile {
+                path: rel,
+                month: month.to_string(),
+                platform,
+                rows: frame.height() as u64,
+            });
+            let parquet = self.parquet.get_or_insert_with(ParquetThread::start);
+            if parquet.jobs.send((path, frame)).is_err() {
+                // The thread stopped on an error: `finish_parquet` reports it.
+                return self.finish_parquet();
+            }
+        }
+        Ok(())
+    }
+
+    /// Where part file `n` is written before the batch is committed: under `tmp/`, so that
+    /// a program reading `charges/**/*.parquet` directly never sees a batch being written.
+    fn staging(&self, n: usize) -> PathBuf {
+        self.root.join(TMP).join(&self.batch).join(format!("part-{n:04}.parquet"))
+    }
+
+    /// Moves the written part files to their partitions, and makes the moves durable.
+    fn publish(&self) -> Result<()> {
+        for (n, part) in self.parts.iter().enumerate() {
+            let target = self.root.join(&part.path);
+            if let Some(dir) = target.parent() {
+                io(dir, fs::create_dir_all(dir))?;
+            }
+            io(&target, fs::rename(self.staging(n), &target))?;
+        }
+        // Each partition folder once: a batch has a part file every FLUSH_ROWS rows, and
+        // syncing the same folder after each of them took a millisecond a time.
+        let dirs: BTreeSet<&Path> =
+            self.parts.iter().filter_map(|p| Path::new(&p.path).parent()).collect();
+        for dir in dirs {
+            sync_dir(&self.root.join(dir))?;
+        }
+        Ok(())
+    }
+
+    /// Waits for the Parquet thread to write what it was given; its first error, if any.
+    fn finish_parquet(&mut self) -> Result<()> {
+        match self.parquet.take() {
+            None => Ok(()),
+            Some(ParquetThread { jobs, thread, .. }) => {
+                drop(jobs);
+                thread.join().unwrap_or_else(|_| {
+                    Err(Error::ledger(&self.root, "the Parquet writer thread panicked"))
+                })
+            }
+        }
+    }
+
+    fn start_rejects(&mut self, path: &Path, header: &[String]) -> Result<RejectFile> {
+        let name = path.file_name().map_or_else(|| "input".into(), |n| n.to_string_lossy());
+        let rel = format!("rejects/{}/{:03}-{name}", self.batch, self.sources.len());
+        let full = self.root.join(&rel);
+        if let Some(dir) = full.parent() {
+            io(dir, fs::create_dir_all(dir))?;
+        }
+        self.rejects.push(rel);
+        let file = io(&full, File::create(&full))?;
+        // Rows keep their width, whatever it is: a short or long row is the most common bad row.
+        let mut csv =
+            csv::WriterBuilder::new().flexible(true).from_writer(std::io::BufWriter::new(file));
+        let mut head = vec!["line".to_owned(), "column".to_owned(), "reason".to_owned()];
+        head.extend(header.iter().cloned());
+        csv.write_record(&head).map_err(|e| csv_error(&full, e))?;
+        Ok(RejectFile { path: full, csv })
+    }
+
+    pub(super) fn finish_rejects(&mut self, rejects: RejectFile) -> Result<()> {
+        let RejectFile { path, csv } = rejects;
+        let file = csv
+            .into_inner()
+            .map_err(|e| Error::io(&path, e.into_error()))?
+            .into_inner()
+            .map_err(|e| Error::io(&path, e.into_error()))?;
+        io(&path, file.sync_all())
+    }
+
+    /// Removes what this batch wrote; the manifest was never touched.
+    pub(super) fn abort(&mut self) {
+        self.buffers.clear();
+        let _ = self.finish_parquet();
+        for n in 0..self.parts.len() {
+            let _ = fs::remove_file(self.staging(n));
+        }
+        let written = self.parts.iter().map(|p| &p.path).chain(&self.rejects);
+        for rel in written {
+            let path = self.root.join(rel);
+            let _ = fs::remove_file(&path);
+            // Remove the folders this batch created, when it left them empty.
+            let mut dir = path.parent();
+            while let Some(d) = dir.filter(|d| *d != self.root) {
+                if fs::remove_dir(d).is_err() {
+                    break;
+                }
+                dir = d.parent();
+            }
+        }
+        self.parts.clear();
+        self.rejects.clear();
+    }
+
+    /// Writes what is buffered and commits the batch by replacing the manifest. Returns the
+    /// batch id, or `None` when the batch added nothing (then nothing changes).
+    pub(super) fn commit(mut self) -> Result<Option<String>> {
+        let written = self.flush().and_then(|()| self.finish_parquet());
+        if let Err(e) = written {
+            self.abort();
+            return Err(e);
+        }
+        if self.parts.is_empty() && self.rejects.is_empty() {
+            return Ok(None);
+        }
+        failpoint("before-publish");
+        if let Err(e) = self.publish() {
+            self.abort();
+            return Err(e);
+        }
+        let months: BTreeSet<String> = self.parts.iter().map(|p| p.month.clone()).collect();
+        let batch = Batch {
+            id: self.batch.clone(),
+            created: Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Secs, true),
+            sources: std::mem::take(&mut self.sources),
+            rows: self.parts.iter().map(|p| p.rows).sum(),
+            months: months.into_iter().collect(),
+            files: self.parts.clone(),
+            rejects: self.rejects.clone(),
+        };
+        let mut manifest = std::mem::take(&mut self.manifest);
+        manifest.version = 1;
+        manifest.batches.push(batch);
+        failpoint("before-commit");
+        if let Err(e) = replace_manifest(&self.root, &manifest) {
+            // The manifest was not replaced: the batch's files go, so that nothing reading
+            // `charges/**` directly counts rows no manifest names.
+            let _ = fs::remove_file(self.root.join(MANIFEST_TMP));
+            self.abort();
+            return Err(e);
+        }
+        self.parts.clear();
+        self.rejects.clear();
+        sync_dir(&self.root)?;
+        Ok(Some(self.batch.clone()))
+    }
+}
+
+impl Drop for Writer {
+    /// Removes the writer's scratch files, and the scratch folder when no other is left.
+    fn drop(&mut self) {
+        self.known = IdIndex::in_memory();
+        let _ = fs::remove_dir(self.root.join(TMP));
+    }
+}
+
+/// An I/O error at `name` when `GPUAUDIT_FAILPOINT` says so (tests of a failed commit: a full
+/// disk or a permission error at the last step).
+pub(super) fn failpoint_error(name: &str) -> std::io::Result<()> {
+    if std::env::var_os("GPUAUDIT_FAILPOINT").is_some_and(|v| v == name) {
+        return Err(std::io::Error::other(format!("failpoint {name}")));
+    }
+    Ok(())
+}
+
+/// Aborts the process at `name` when `GPUAUDIT_FAILPOINT` says so (crash tests).
+fn failpoint(name: &str) {
+    if std::env::var_os("GPUAUDIT_FAILPOINT").is_some_and(|v| v == name) {
+        std::process::abort();
+    }
+}
+
+fn csv_error(path: &Path, e: csv::Error) -> Error {
+    match e.into_kind() {
+        csv::ErrorKind::Io(io) => Error::io(path, io),
+        other => Error::ledger(path, format!("cannot write rejects: {other:?}")),
+    }
+}
+
+pub(super) struct RejectFile {
+    path: PathBuf,
+    csv: csv::Writer<std::io::BufWriter<File>>,
+}
+
+/// Feeds one file's charges and rejects into the batch.
+pub(super) struct BatchSink<'a> {
+    pub(super) writer: &'a mut Writer,
+    pub(super) options: &'a ImportOptions,
+    pub(super) new: u64,
+    pub(super) duplicates: u64,
+    pub(super) failure: &'a mut Failure,
+    pub(super) rejects: Option<RejectFile>,
+    pub(super) header: Vec<String>,
+    pub(super) path: PathBuf,
+}
+
+impl Deliver for BatchSink<'_> {
+    fn begin_file(&mut self, _path: &Path, header: &[String]) -> Result<()> {
+        self.header = header.to_vec();
+        Ok(())
+    }
+
+    fn ids(&mut self) -> (&mut IdIndex, u32) {
+        (&mut self.writer.known, self.writer.file)
+    }
+
+    fn encoding(&self) -> Option<import::NewEncoder> {
+        Some(new_frame_builder)
+    }
+
+    fn progress(&self) -> Option<import::Progress> {
+        self.options.progress.clone()
+    }
+
+    fn charge(&mut self, facts: &Facts, _: Option<Charge>, id: ChargeId, new: bool) -> Result<()> {
+        if new {
+            self.new += 1;
+        } else {
+            self.duplicates += 1;
+        }
+        let write = !self.options.dry_run && self.failure.total == 0;
+        self.writer.add(facts, id, new, write);
+        Ok(())
+    }
+
+    fn spent(&mut self, spend: Spend) -> Result<()> {
+        self.writer.add_spend(spend)
+    }
+
+    fn encoded(&mut self, encoded: import::Encoded) -> Result<()> {
+        match encoded.downcast::<DataFrame>() {
+            Ok(frame) => self.writer.add_frame(*frame),
+            Err(_) => Err(Error::ledger(&self.writer.root, "a batch came encoded in another form")),
+        }
+    }
+
+    fn reject(&mut self, error: RowError, cells: Vec<String>) -> Result<()> {
+        if !self.options.skip_invalid {
+            if self.failure.errors.len() < MAX_LISTED_ROW_ERRORS {
+                self.failure.errors.push(error);
+            }
+            self.failure.total += 1;
+            return Ok(());
+        }
+        if self.options.dry_run {
+            return Ok(());
+        }
+        if self.rejects.is_none() {
+            self.rejects = Some(self.writer.start_rejects(&self.path, &self.header)?);
+        }
+        if let Some(rejects) = &mut self.rejects {
+            let mut record = vec![
+                error.location.line.to_string(),
+                error.location.column.clone().unwrap_or_default(),
+                error.message.clone(),
+            ];
+            record.extend(cells);
+            rejects.csv.write_record(&record).map_err(|e| csv_error(&rejects.path, e))?;
+        }
+        Ok(())
+    }
+}
