@@ -1,0 +1,322 @@
+//! Compiling a [`ProfileSpec`] into a [`SpecProfile`]: columns by key, rules with column
+//! indexes, regexes built, the default times and resource column chosen, step by step.
+
+use std::collections::HashMap;
+use std::path::Path;
+
+use chrono_tz::Tz;
+
+use super::*;
+use crate::charge::{Category, Kind, Pricing};
+use crate::error::{ErrorKind, Result};
+use crate::import::profile::{Column, Profile, RowParser};
+use crate::parse::NumberFormat;
+
+/// Column indexes of the ledger fields a profile maps.
+#[derive(Debug, Default)]
+pub(super) struct Fields {
+    pub(super) posted: Option<usize>,
+    pub(super) billing_period: Option<usize>,
+    pub(super) account: Option<usize>,
+    pub(super) resource_name: Option<usize>,
+    pub(super) region: Option<usize>,
+    pub(super) quantity: Option<usize>,
+    pub(super) unit: Option<usize>,
+    pub(super) unit_price: Option<usize>,
+    pub(super) list_cost: Option<usize>,
+    pub(super) billed_cost: usize,
+    pub(super) currency: Option<usize>,
+    pub(super) balance_after: Option<usize>,
+    pub(super) gpu_count: Option<usize>,
+    pub(super) native_id: Vec<usize>,
+    pub(super) period_time: Option<usize>,
+}
+
+pub(super) struct CompiledRule<T> {
+    pub(super) columns: Vec<usize>,
+    pub(super) words: Vec<String>,
+    pub(super) values: Vec<String>,
+    pub(super) direction: Option<Direction>,
+    pub(super) kind: Vec<Kind>,
+    pub(super) category: Vec<Category>,
+    pub(super) value: T,
+}
+
+pub(super) struct CompiledClassifier<T> {
+    pub(super) default: T,
+    pub(super) by_column: Vec<usize>,
+    pub(super) rules: Vec<CompiledRule<T>>,
+}
+
+impl<T> CompiledClassifier<T> {
+    fn columns_read(&self) -> Vec<usize> {
+        self.rules.iter().flat_map(|r| r.columns.iter()).chain(&self.by_column).copied().collect()
+    }
+}
+
+pub(super) enum ResourceSource {
+    Column(usize),
+    Template(String),
+}
+
+/// A profile compiled from a [`ProfileSpec`].
+pub struct SpecProfile {
+    pub(super) spec: ProfileSpec,
+    /// The file text it was read from (printed by `formats --show`).
+    pub(super) source: String,
+    pub(super) name: &'static str,
+    pub(super) platform: &'static str,
+    pub(super) description: &'static str,
+    pub(super) columns: &'static [Column],
+    pub(super) zone: Tz,
+    pub(super) fields: Fields,
+    pub(super) item: Vec<usize>,
+    pub(super) direction: Option<usize>,
+    pub(super) start: Vec<usize>,
+    pub(super) end: Vec<usize>,
+    pub(super) kind: CompiledClassifier<Kind>,
+    pub(super) category: CompiledClassifier<Category>,
+    pub(super) pricing: CompiledClassifier<Pricing>,
+    /// Every column the three classifiers read: their answers depend on nothing else (and
+    /// the direction), so a parser remembers them per distinct combination of these cells.
+    pub(super) class_columns: Vec<usize>,
+    pub(super) instance: Vec<(Vec<Category>, usize, regex::Regex)>,
+    pub(super) resource: Vec<(Vec<Category>, ResourceSource)>,
+    /// The `resource_id` column: the resource of a row no `[[resource]]` rule covers.
+    pub(super) resource_column: Option<usize>,
+    pub(super) gpu_models: Vec<(usize, String, String)>,
+}
+
+pub(super) fn leak(s: &str) -> &'static str {
+    Box::leak(s.to_owned().into_boxed_str())
+}
+
+impl SpecProfile {
+    /// Compiles a profile file's text; `path` names it in errors.
+    pub fn parse(text: &str, path: &Path) -> Result<&'static SpecProfile> {
+        let bad = |m: String| ErrorKind::Usage(format!("profile {}: {m}", path.display()));
+        let spec: ProfileSpec =
+            toml::from_str(text).map_err(|e| bad(e.to_string().trim_end().to_owned()))?;
+        let index: HashMap<&str, usize> =
+            spec.columns.iter().enumerate().map(|(i, c)| (c.key.as_str(), i)).collect();
+        let col = |key: &str| -> Result<usize> {
+            index.get(key).copied().ok_or_else(|| {
+                bad(format!("`{key}` is used but no [[columns]] entry has that key")).into()
+            })
+        };
+        let cols = |keys: &[String]| keys.iter().map(|k| col(k)).collect::<Result<Vec<_>>>();
+        let opt = |key: &str| index.get(key).copied();
+        for c in &spec.columns {
+            if c.aliases.is_empty() {
+                return Err(bad(format!("column `{}` has no aliases", c.key)).into());
+            }
+        }
+        let zone: Tz =
+            spec.zone.parse().map_err(|_| bad(format!("unknown zone {:?}", spec.zone)))?;
+        let fields = Fields {
+            posted: opt("posted"),
+            billing_period: match spec.period.column.as_deref() {
+                Some(c) => Some(col(c)?),
+                None => opt("billing_period"),
+            },
+            account: opt("account"),
+            resource_name: opt("resource_name"),
+            region: opt("region"),
+            quantity: opt("quantity"),
+            unit: opt("unit"),
+            unit_price: opt("unit_price"),
+            list_cost: opt("list_cost"),
+            billed_cost: col("billed_cost")?,
+            currency: opt("currency"),
+            balance_after: opt("balance_after"),
+            gpu_count: opt("gpu_count"),
+            native_id: cols(&spec.native_id.as_ref().map(OneOrMany::keys).unwrap_or_default())?,
+            period_time: spec.period.time_column.as_deref().map(col).transpose()?,
+        };
+        if !matches!(spec.period.from.as_deref(), None | Some("posted") | Some("start")) {
+            return Err(bad("[period] from must be \"posted\" or \"start\"".into()).into());
+        }
+        // The default times: the ledger fields' own columns.
+        let present = |keys: &[&str]| -> Vec<String> {
+            keys.iter().filter(|k| index.contains_key(*k)).map(|k| (*k).to_owned()).collect()
+        };
+        let starts = if spec.times.start.is_empty() {
+            present(&["charge_start", "posted"])
+        } else {
+            spec.times.start.clone()
+        };
+        let ends = if spec.times.start.is_empty() && spec.times.end.is_empty() {
+            present(&["charge_end"])
+        } else {
+            spec.times.end.clone()
+        };
+        if starts.is_empty() {
+            return Err(bad(
+                "no time: [times] start names no column, and no column has the key `charge_start` or `posted`"
+                    .into(),
+            )
+            .into());
+        }
+        fn classifier<T: Clone>(
+            c: &Classifier<T>,
+            cols: &dyn Fn(&[String]) -> Result<Vec<usize>>,
+        ) -> Result<CompiledClassifier<T>> {
+            Ok(CompiledClassifier {
+                default: c.default.clone(),
+                by_column: cols(&c.by_column)?,
+                rules: c
+                    .rules
+                    .iter()
+                    .map(|r| {
+                        Ok(CompiledRule {
+                            columns: cols(&r.columns)?,
+                            words: r.words.iter().map(|w| w.to_ascii_lowercase()).collect(),
+                            values: r.values.clone(),
+                            direction: r.direction,
+                            kind: r.kind.clone(),
+                            category: r.category.clone(),
+                            value: r.value.clone(),
+                        })
+                    })
+                    .collect::<Result<_>>()?,
+            })
+        }
+        let instance = spec
+            .instance
+            .iter()
+            .map(|e| {
+                let re = regex::Regex::new(&e.regex)
+                    .map_err(|err| bad(format!("regex {:?}: {err}", e.regex)))?;
+                if re.captures_len() < 2 {
+                    return Err(bad(format!("regex {:?} has no capture group", e.regex)).into());
+                }
+                Ok((e.category.clone(), col(&e.column)?, re))
+            })
+            .collect::<Result<_>>()?;
+        let resource = spec
+            .resource
+            .iter()
+            .map(|r| {
+                let source = match (&r.column, &r.template) {
+                    (Some(c), None) => ResourceSource::Column(col(c)?),
+                    (None, Some(t)) => ResourceSource::Template(t.clone()),
+                    _ => {
+                        return Err(
+                            bad("a [[resource]] has either a column or a template".into()).into()
+                        );
+                    }
+                };
+                Ok((r.category.clone(), source))
+            })
+            .collect::<Result<_>>()?;
+        let columns: Vec<Column> = spec
+            .columns
+            .iter()
+            .map(|c| Column {
+                key: leak(&c.key),
+                aliases: Box::leak(
+                    c.aliases.iter().map(|a| leak(a)).collect::<Vec<_>>().into_boxed_slice(),
+                ),
+                required: c.required,
+            })
+            .collect();
+        let (kind, category, pricing) = (
+            classifier(&spec.kind, &cols)?,
+            classifier(&spec.category, &cols)?,
+            classifier(&spec.pricing, &cols)?,
+        );
+        let mut class_columns: Vec<usize> =
+            [kind.columns_read(), category.columns_read(), pricing.columns_read()].concat();
+        class_columns.sort_unstable();
+        class_columns.dedup();
+        let profile = SpecProfile {
+            name: leak(&spec.name),
+            platform: leak(spec.platform.as_deref().unwrap_or(&spec.name)),
+            description: leak(&spec.description),
+            columns: Box::leak(columns.into_boxed_slice()),
+            zone,
+            fields,
+            item: cols(&spec.item)?,
+            direction: spec.sign.direction.as_deref().map(col).transpose()?,
+            start: cols(&starts)?,
+            end: cols(&ends)?,
+            resource_column: opt("resource_id"),
+            kind,
+            category,
+            pricing,
+            class_columns,
+            instance,
+            resource,
+            gpu_models: spec
+                .gpu_models
+                .iter()
+                .map(|g| Ok((col(&g.column)?, g.prefix.to_ascii_lowercase(), g.model.clone())))
+                .collect::<Result<_>>()?,
+            source: text.to_owned(),
+            spec,
+        };
+        Ok(Box::leak(Box::new(profile)))
+    }
+
+    /// Reads and compiles a profile file.
+    pub fn load(path: &Path) -> Result<&'static SpecProfile> {
+        let text = std::fs::read_to_string(path).map_err(|e| crate::Error::io(path, e))?;
+        SpecProfile::parse(&text, path)
+    }
+
+    /// The profile as written.
+    pub fn spec(&self) -> &ProfileSpec {
+        &self.spec
+    }
+
+    /// The profile file's text, comments included.
+    pub fn source(&self) -> &str {
+        &self.source
+    }
+}
+
+impl Profile for SpecProfile {
+    fn name(&self) -> &'static str {
+        self.name
+    }
+    fn platform(&self) -> &'static str {
+        self.platform
+    }
+    fn description(&self) -> &'static str {
+        self.description
+    }
+    fn columns(&self) -> &'static [Column] {
+        self.columns
+    }
+    fn billed_column(&self) -> Option<usize> {
+        Some(self.fields.billed_cost)
+    }
+    fn zone(&self) -> Tz {
+        self.zone
+    }
+    fn parser(&self) -> Box<dyn RowParser + '_> {
+        Box::new(SpecParser {
+            profile: self,
+            kept: Vec::new(),
+            file: None,
+            last_time: vec![None; self.columns.len()],
+            classes: HashMap::new(),
+            class_key: String::new(),
+            locations: self.instance.iter().map(|(_, _, re)| re.capture_locations()).collect(),
+            texts: Vec::new(),
+            unmapped: None,
+        })
+    }
+    fn rows_independent(&self) -> bool {
+        !self.spec.times.rules.iter().any(|r| r.span == SpanRule::SincePreviousRow)
+    }
+    fn as_spec(&self) -> Option<&SpecProfile> {
+        Some(self)
+    }
+    fn unit_price_of(&self) -> UnitPriceOf {
+        self.spec.unit_price_of
+    }
+    fn number_format(&self) -> NumberFormat {
+        NumberFormat { decimal: self.spec.decimal_separator, grouping: self.spec.digit_grouping }
+    }
+}

@@ -1,0 +1,442 @@
+//! The row engine: one row of a bill into a charge, by a compiled profile
+//! (the steps of the module docs of `spec`).
+
+use std::borrow::Cow;
+use std::collections::HashMap;
+
+use chrono::{DateTime, Datelike, Duration, Utc};
+
+use super::*;
+use crate::charge::{Category, Kind, Pricing, YearMonth, local_midnight};
+use crate::error::{Result, RowError};
+use crate::import::profile::{Parsed, Profile, RowParser};
+use crate::import::source::Row;
+
+/// Row values the rules see.
+pub(super) struct Facts<'r> {
+    pub(super) texts: Vec<Option<Cow<'r, str>>>,
+    pub(super) direction: Option<Direction>,
+    pub(super) kind: Option<Kind>,
+    pub(super) category: Option<Category>,
+}
+
+impl Facts<'_> {
+    fn text(&self, i: usize) -> &str {
+        self.texts[i].as_deref().unwrap_or("")
+    }
+
+    fn holds<T>(&self, rule: &CompiledRule<T>, text: Option<&str>) -> bool {
+        if rule.direction.is_some() && rule.direction != self.direction {
+            return false;
+        }
+        if !rule.kind.is_empty() && !self.kind.is_some_and(|k| rule.kind.contains(&k)) {
+            return false;
+        }
+        if !rule.category.is_empty() && !self.category.is_some_and(|c| rule.category.contains(&c)) {
+            return false;
+        }
+        if rule.words.is_empty() && rule.values.is_empty() {
+            return true;
+        }
+        let found = |hay: &str| {
+            rule.words.iter().any(|w| contains_ignore_ascii_case(hay, w))
+                || rule.values.iter().any(|v| v.eq_ignore_ascii_case(hay.trim()))
+        };
+        match text {
+            Some(t) => found(t),
+            None => rule.columns.iter().any(|&c| found(self.text(c))),
+        }
+    }
+
+    fn classify<T: Copy>(&self, c: &CompiledClassifier<T>) -> T {
+        if c.by_column.is_empty() {
+            return c.rules.iter().find(|r| self.holds(r, None)).map_or(c.default, |r| r.value);
+        }
+        for &column in &c.by_column {
+            let text = self.text(column);
+            if let Some(r) = c.rules.iter().find(|r| self.holds(r, Some(text))) {
+                return r.value;
+            }
+        }
+        c.default
+    }
+}
+
+/// Cell `i` of the row for the amount and time parsers: from `texts`, the cells already read,
+/// or read again when the profile called it null there (those parsers have their own view of
+/// what means "no value", and say what they think of the rest).
+pub(super) fn cell<'c>(
+    row: &Row<'c>,
+    texts: &'c [Option<Cow<'c, str>>],
+    i: usize,
+) -> Result<Option<Cow<'c, str>>, RowError> {
+    match &texts[i] {
+        Some(text) => Ok(Some(Cow::Borrowed(text))),
+        None => row.text(i),
+    }
+}
+
+/// Sets `slot` to `value`, reusing its allocation.
+pub(super) fn set(slot: &mut String, value: &str) {
+    if slot != value {
+        slot.clear();
+        slot.push_str(value);
+    }
+}
+
+/// Sets `slot` to `value`, reusing its allocation when it holds a string.
+pub(super) fn set_opt(slot: &mut Option<String>, value: Option<&str>) {
+    match (slot.as_mut(), value) {
+        (Some(s), Some(v)) => set(s, v),
+        (None, Some(v)) => *slot = Some(v.to_owned()),
+        (_, None) => *slot = None,
+    }
+}
+
+/// Whether `hay` contains `needle` (given in lower case), ASCII case ignored.
+pub(super) fn contains_ignore_ascii_case(hay: &str, needle: &str) -> bool {
+    let (h, n) = (hay.as_bytes(), needle.as_bytes());
+    n.is_empty() || h.windows(n.len()).any(|w| w.eq_ignore_ascii_case(n))
+}
+
+pub(super) struct SpecParser<'p> {
+    pub(super) profile: &'p SpecProfile,
+    /// Rows whose span needs the previous row of their instance and category:
+    /// (instance and category, start, longest span, parsed).
+    pub(super) kept: Vec<(String, DateTime<Utc>, Option<u32>, Parsed)>,
+    /// The file's name as charges record it, made once.
+    pub(super) file: Option<String>,
+    /// Per column, the last time read and its text: exports repeat times row after row.
+    pub(super) last_time: Vec<Option<(String, DateTime<Utc>)>>,
+    /// Kind, category and pricing per distinct classifier input (see `class_columns`).
+    pub(super) classes: HashMap<String, (Kind, Category, Pricing)>,
+    pub(super) class_key: String,
+    /// Where each instance regex matched, reused from row to row.
+    pub(super) locations: Vec<regex::CaptureLocations>,
+    /// The vector of a row's cells, kept (empty) for the next row.
+    pub(super) texts: Vec<Option<Cow<'static, str>>>,
+    /// The file's columns the profile does not read, by name (see [`Parsed::unmapped`]).
+    pub(super) unmapped: Option<Vec<(usize, String)>>,
+}
+
+/// The hash of a row's non-empty cells among `unmapped` (index, lower-case name), in name
+/// order; `None` when all are empty, so that a file without such columns keeps the identity
+/// it had before they counted.
+pub(super) fn unmapped_key(
+    row: &Row<'_>,
+    unmapped: &[(usize, String)],
+) -> Result<Option<u128>, RowError> {
+    let mut hasher: Option<xxhash_rust::xxh3::Xxh3> = None;
+    for (i, name) in unmapped {
+        let Some(text) = row.unmapped_cell(*i)? else { continue };
+        let h = hasher.get_or_insert_with(xxhash_rust::xxh3::Xxh3::new);
+        h.update(name.as_bytes());
+        h.update(&[0x1f]);
+        h.update(text.as_bytes());
+        h.update(&[0x1e]);
+    }
+    Ok(hasher.map(|h| h.digest128()))
+}
+
+/// Distinct classifier inputs a parser remembers before it starts afresh.
+pub(super) const MAX_REMEMBERED_CLASSES: usize = 4096;
+
+impl SpecParser<'_> {
+    /// Column `col` as a time, the last one read again when its text is unchanged.
+    fn time(
+        &mut self,
+        row: &Row<'_>,
+        texts: &[Option<Cow<'_, str>>],
+        col: usize,
+    ) -> Result<Option<DateTime<Utc>>, RowError> {
+        let Some(text) = cell(row, texts, col)? else { return Ok(None) };
+        if let Some((last, at)) = &self.last_time[col]
+            && *last == *text
+        {
+            return Ok(Some(*at));
+        }
+        let at =
+            crate::parse::parse_time(&text, self.profile.zone).map_err(|m| row.error(col, m))?;
+        let window = row.window();
+        if !window.holds(at.with_timezone(&self.profile.zone).year()) {
+            return Err(row.error(col, window.refusal(&text)));
+        }
+        match &mut self.last_time[col] {
+            Some((last, t)) => {
+                last.clear();
+                last.push_str(&text);
+                *t = at;
+            }
+            slot => *slot = Some((text.into_owned(), at)),
+        }
+        Ok(Some(at))
+    }
+
+    /// Kind, category and pricing of a row, remembered per distinct input.
+    fn classify(&mut self, facts: &mut Facts<'_>) -> (Kind, Category, Pricing) {
+        let p = self.profile;
+        let key = &mut self.class_key;
+        key.clear();
+        key.push(match facts.direction {
+            None => '-',
+            Some(Direction::Expense) => 'e',
+            Some(Direction::Income) => 'i',
+        });
+        for &c in &p.class_columns {
+            key.push('\u{1f}');
+            key.push_str(facts.text(c));
+        }
+        if let Some(&found) = self.classes.get(key.as_str()) {
+            return found;
+        }
+        let kind = facts.classify(&p.kind);
+        facts.kind = Some(kind);
+        let category = facts.classify(&p.category);
+        facts.category = Some(category);
+        let pricing = facts.classify(&p.pricing);
+        if self.classes.len() >= MAX_REMEMBERED_CLASSES {
+            self.classes.clear();
+        }
+        self.classes.insert(key.clone(), (kind, category, pricing));
+        (kind, category, pricing)
+    }
+}
+
+impl RowParser for SpecParser<'_> {
+    fn parse(&mut self, row: &Row<'_>) -> Result<Option<Parsed>, RowError> {
+        let mut out = None;
+        Ok(if self.parse_into(row, &mut out)? { out } else { None })
+    }
+
+    fn parse_into(&mut self, row: &Row<'_>, out: &mut Option<Parsed>) -> Result<bool, RowError> {
+        let p = self.profile;
+        let f = &p.fields;
+        // The cells of the row, in last row's vector (emptied, it has the same layout).
+        let mut texts: Vec<Option<Cow<'_, str>>> =
+            std::mem::take(&mut self.texts).into_iter().map(|_| None).collect();
+        texts.clear();
+        for i in 0..p.columns.len() {
+            let text = row.text(i)?;
+            let null = text.as_deref().is_some_and(|v| p.spec.nulls.iter().any(|n| n == v));
+            texts.push(if null { None } else { text });
+        }
+        let numbers = p.number_format();
+        let amount = |texts: &[Option<Cow<'_, str>>], i: usize| match cell(row, texts, i)? {
+            Some(text) => {
+                crate::parse::parse_amount_with(&text, numbers).map_err(|m| row.error(i, m))
+            }
+            None => Ok(None),
+        };
+        let mut billed = amount(&texts, f.billed_cost)?
+            .ok_or_else(|| row.error(f.billed_cost, "has no amount"))?;
+        let mut list = f.list_cost.map(|i| amount(&texts, i)).transpose()?.flatten();
+        let direction = match p.direction {
+            None => None,
+            Some(i) => Some(match texts[i].as_deref() {
+                Some(d) if p.spec.sign.expense.iter().any(|w| d.contains(w.as_str())) => {
+                    Direction::Expense
+                }
+                Some(d) if p.spec.sign.income.iter().any(|w| d.contains(w.as_str())) => {
+                    Direction::Income
+                }
+                Some(d) => {
+                    let words = [p.spec.sign.expense.join("/"), p.spec.sign.income.join("/")];
+                    return Err(
+                        row.error(i, format!("{d:?} is neither {} nor {}", words[0], words[1]))
+                    );
+                }
+                None if billed.is_sign_negative() => Direction::Expense,
+                None => Direction::Income,
+            }),
+        };
+        match direction {
+            Some(Direction::Expense) => billed = billed.abs(),
+            Some(Direction::Income) => billed = -billed.abs(),
+            None => {}
+        }
+        let mut facts = Facts { texts, direction, kind: None, category: None };
+        let (kind, category, pricing) = self.classify(&mut facts);
+        if p.spec.sign.negative_kinds.contains(&kind) {
+            billed = -billed.abs();
+            list = list.map(|l| -l.abs());
+        }
+        let locations = &mut self.locations;
+        let instance =
+            p.instance.iter().zip(locations.iter_mut()).find_map(|((cats, c, re), at)| {
+                if !cats.is_empty() && !cats.contains(&category) {
+                    return None;
+                }
+                let text = facts.texts[*c].as_deref()?;
+                re.captures_read(at, text)?;
+                at.get(1).map(|(from, to)| &text[from..to])
+            });
+        let resource_id = match p
+            .resource
+            .iter()
+            .find(|(cats, _)| cats.is_empty() || cats.contains(&category))
+        {
+            Some((_, ResourceSource::Column(c))) => facts.texts[*c].as_deref().map(Cow::Borrowed),
+            Some((_, ResourceSource::Template(t))) => {
+                instance.map(|i| Cow::Owned(t.replace("{instance}", i)))
+            }
+            None => p.resource_column.and_then(|c| facts.texts[c].as_deref()).map(Cow::Borrowed),
+        };
+        let tz = p.zone;
+        let posted = f.posted.map(|i| self.time(row, &facts.texts, i)).transpose()?.flatten();
+        let mut start = None;
+        for &i in &p.start {
+            if let Some(t) = self.time(row, &facts.texts, i)? {
+                start = Some(t);
+                break;
+            }
+        }
+        let Some(start) = start else {
+            return Err(row.error(p.start[0], "is empty"));
+        };
+        let mut end = None;
+        for &i in &p.end {
+            if let Some(t) = self.time(row, &facts.texts, i)? {
+                end = Some(t);
+                break;
+            }
+        }
+        let mut end = end.unwrap_or(start);
+        if end < start {
+            return Err(row.error(p.end[0], "is before the start of the charge"));
+        }
+        let mut start = start;
+        let rule = p.spec.times.rules.iter().find(|r| {
+            (r.category.is_empty() || r.category.contains(&category))
+                && (r.kind.is_empty() || r.kind.contains(&kind))
+        });
+        let mut keep = None;
+        match rule.map(|r| (r.span, r.max_hours)) {
+            Some((SpanRule::LocalDay, _)) => {
+                let day = start.with_timezone(&tz).date_naive();
+                start = local_midnight(day, tz);
+                end = local_midnight(day.succ_opt().unwrap_or(day), tz);
+            }
+            Some((SpanRule::SincePreviousRow, max)) => keep = Some(max),
+            None => {}
+        }
+        // A billing-period column that the file lacks falls back to the times.
+        let period_column = f.billing_period.filter(|&i| row.has(i));
+        let billing_period = match (period_column, p.spec.period.from.as_deref()) {
+            (Some(i), _) => {
+                let text = facts.texts[i].as_deref().ok_or_else(|| row.error(i, "is empty"))?;
+                let month = text.parse::<YearMonth>().map_err(|m| row.error(i, m))?;
+                if !row.window().holds(month.year()) {
+                    return Err(row.error(i, row.window().refusal(text)));
+                }
+                month
+            }
+            // Like the period column, a period-time column the file lacks falls back too.
+            (None, _) if f.period_time.is_some_and(|i| row.has(i)) => {
+                let i = f.period_time.unwrap_or_default();
+                let t = self.time(row, &facts.texts, i)?.ok_or_else(|| row.error(i, "is empty"))?;
+                YearMonth::of(t, tz)
+            }
+            (None, Some("posted")) => YearMonth::of(posted.unwrap_or(start), tz),
+            _ => YearMonth::of(start, tz),
+        };
+        let gpu_model = (category == Category::Compute)
+            .then(|| {
+                p.gpu_models.iter().find(|(c, prefix, _)| {
+                    let text = facts.text(*c).as_bytes();
+                    text.get(..prefix.len())
+                        .is_some_and(|t| t.eq_ignore_ascii_case(prefix.as_bytes()))
+                })
+            })
+            .flatten()
+            .map(|(_, _, m)| m.as_str());
+        let gpu_count = match f.gpu_count {
+            Some(i) => amount(&facts.texts, i)?
+                .map(|n| {
+                    u16::try_from(n.trunc().mantissa())
+                        .map_err(|_| row.error(i, "is not a GPU count"))
+                })
+                .transpose()?,
+            None => None,
+        };
+        let item = p.item.iter().find_map(|&i| facts.texts[i].as_deref()).unwrap_or("");
+        let quantity = f.quantity.map(|i| amount(&facts.texts, i)).transpose()?.flatten();
+        let unit_price = f.unit_price.map(|i| amount(&facts.texts, i)).transpose()?.flatten();
+        let balance_after = f.balance_after.map(|i| amount(&facts.texts, i)).transpose()?.flatten();
+        let text = |i: Option<usize>| i.and_then(|i| facts.texts[i].as_deref());
+        let file = self.file.get_or_insert_with(|| row.path().display().to_string());
+        let parsed = out.get_or_insert_with(Parsed::blank);
+        let c = &mut parsed.charge;
+        set(&mut c.platform, p.platform);
+        set_opt(&mut c.account, text(f.account));
+        c.billing_period = billing_period;
+        c.charge_start = start;
+        c.charge_end = end;
+        set_opt(&mut c.resource_id, resource_id.as_deref());
+        set_opt(&mut c.resource_name, text(f.resource_name));
+        set_opt(&mut c.instance_id, instance);
+        set_opt(&mut c.region, text(f.region));
+        c.category = category;
+        c.kind = kind;
+        c.pricing = pricing;
+        set_opt(&mut c.gpu_model, gpu_model);
+        c.gpu_count = gpu_count;
+        c.quantity = quantity;
+        set_opt(&mut c.unit, text(f.unit));
+        c.unit_price = unit_price;
+        c.list_cost = list;
+        c.billed_cost = billed;
+        set(&mut c.currency, text(f.currency).unwrap_or(&p.spec.currency));
+        c.balance_after = balance_after;
+        set(&mut c.origin.file, file);
+        c.origin.line = row.line();
+        set(&mut c.origin.item, item);
+        // The native id's cells joined by U+001F, in last row's string; none when all are empty.
+        let mut id = parsed.native_id.take().unwrap_or_default();
+        id.clear();
+        for (n, &i) in f.native_id.iter().enumerate() {
+            if n > 0 {
+                id.push('\u{1f}');
+            }
+            id.push_str(facts.text(i));
+        }
+        parsed.native_id = id.chars().any(|c| c != '\u{1f}').then_some(id);
+        parsed.unmapped = match parsed.native_id {
+            Some(_) => None,
+            None => {
+                let unmapped = self.unmapped.get_or_insert_with(|| row.unmapped());
+                unmapped_key(row, unmapped)?
+            }
+        };
+        // The previous row is the previous row of the same instance and category.
+        let kept =
+            keep.zip(instance).map(|(max, id)| (format!("{id}\u{1f}{category}"), start, max));
+        self.texts = facts.texts.into_iter().map(|_| None).collect();
+        match kept {
+            Some((id, start, max)) => {
+                self.kept.push((id, start, max, parsed.clone()));
+                Ok(false)
+            }
+            _ => Ok(true),
+        }
+    }
+
+    fn finish(&mut self) -> Vec<Parsed> {
+        let mut rows = std::mem::take(&mut self.kept);
+        rows.sort_by(|a, b| (&a.0, a.1).cmp(&(&b.0, b.1)));
+        let mut previous: HashMap<String, DateTime<Utc>> = HashMap::new();
+        rows.into_iter()
+            .map(|(id, posted, max, mut parsed)| {
+                let earliest = max.map(|h| posted - Duration::hours(i64::from(h)));
+                let start = match (previous.insert(id, posted), earliest) {
+                    (Some(prev), Some(e)) => prev.max(e),
+                    (Some(prev), None) => prev,
+                    (None, Some(e)) => e,
+                    (None, None) => posted,
+                };
+                parsed.charge.charge_start = start;
+                parsed.charge.charge_end = posted;
+                parsed
+            })
+            .collect()
+    }
+}
