@@ -26,10 +26,14 @@
 //! [`crate::ids`]). What grows with the file is, for AutoDL only, its compute rows (the
 //! coverage rule needs the whole file; AutoDL logs are small).
 
+mod decode;
+mod header;
+mod input;
 mod profile;
 mod source;
 pub mod spec;
 mod split;
+mod spreadsheet;
 
 use std::borrow::Cow;
 use std::collections::{BTreeMap, BTreeSet};
@@ -37,14 +41,16 @@ use std::path::Path;
 
 use rust_decimal::Decimal;
 
+pub use decode::{Encoding, Window};
+pub use header::{HEADER_SEARCH_ROWS, Header};
+pub use input::STDIN;
 pub use profile::{Column, Parsed, Profile, RowParser, profile_by_name, profiles};
-pub use source::{
-    BillSource, ControlTotal, Encoding, HEADER_SEARCH_ROWS, Header, MAX_SPREADSHEET_BYTES, Next,
-    Row, STDIN, Window,
-};
+pub use source::{BillSource, ControlTotal, Next, Row};
+pub use spreadsheet::MAX_SPREADSHEET_BYTES;
 
 use crossbeam_channel as channel;
-use source::{FileCtx, RecordBatch};
+use decode::FileCtx;
+use source::RecordBatch;
 
 use std::sync::Arc;
 
