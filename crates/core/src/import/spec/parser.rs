@@ -138,6 +138,81 @@ pub(super) fn unmapped_key(
     Ok(hasher.map(|h| h.digest128()))
 }
 
+/// The row's direction (`[sign] direction`): expense or income by the column's words; a row
+/// without the cell is an expense when its amount is negative.
+fn direction(
+    p: &SpecProfile,
+    row: &Row<'_>,
+    texts: &[Option<Cow<'_, str>>],
+    billed: rust_decimal::Decimal,
+) -> Result<Option<Direction>, RowError> {
+    let Some(i) = p.direction else { return Ok(None) };
+    let sign = &p.spec.sign;
+    Ok(Some(match texts[i].as_deref() {
+        Some(d) if sign.expense.iter().any(|w| d.contains(w.as_str())) => Direction::Expense,
+        Some(d) if sign.income.iter().any(|w| d.contains(w.as_str())) => Direction::Income,
+        Some(d) => {
+            let words = [sign.expense.join("/"), sign.income.join("/")];
+            return Err(row.error(i, format!("{d:?} is neither {} nor {}", words[0], words[1])));
+        }
+        None if billed.is_sign_negative() => Direction::Expense,
+        None => Direction::Income,
+    }))
+}
+
+/// The instance (`[[instance]]`): the first capture of the first regex of the category that
+/// matches its column.
+fn find_instance<'t>(
+    p: &SpecProfile,
+    locations: &mut [regex::CaptureLocations],
+    texts: &'t [Option<Cow<'_, str>>],
+    category: Category,
+) -> Option<&'t str> {
+    p.instance.iter().zip(locations.iter_mut()).find_map(|((cats, c, re), at)| {
+        if !cats.is_empty() && !cats.contains(&category) {
+            return None;
+        }
+        let text = texts[*c].as_deref()?;
+        re.captures_read(at, text)?;
+        at.get(1).map(|(from, to)| &text[from..to])
+    })
+}
+
+/// The resource (`[[resource]]`): a column or a template of the instance, by category; else
+/// the `resource_id` column.
+fn resource_of<'t>(
+    p: &SpecProfile,
+    texts: &'t [Option<Cow<'_, str>>],
+    category: Category,
+    instance: Option<&str>,
+) -> Option<Cow<'t, str>> {
+    match p.resource.iter().find(|(cats, _)| cats.is_empty() || cats.contains(&category)) {
+        Some((_, ResourceSource::Column(c))) => texts[*c].as_deref().map(Cow::Borrowed),
+        Some((_, ResourceSource::Template(t))) => {
+            instance.map(|i| Cow::Owned(t.replace("{instance}", i)))
+        }
+        None => p.resource_column.and_then(|c| texts[c].as_deref()).map(Cow::Borrowed),
+    }
+}
+
+/// The GPU model of a compute row (`[[gpu_models]]`): by the prefix of a column.
+fn gpu_model<'p>(p: &'p SpecProfile, facts: &Facts<'_>, category: Category) -> Option<&'p str> {
+    if category != Category::Compute {
+        return None;
+    }
+    p.gpu_models
+        .iter()
+        .find(|(c, prefix, _)| {
+            let text = facts.text(*c).as_bytes();
+            text.get(..prefix.len()).is_some_and(|t| t.eq_ignore_ascii_case(prefix.as_bytes()))
+        })
+        .map(|(_, _, m)| m.as_str())
+}
+
+/// A row's start, end, and for a row kept until the file is read (its span is since the
+/// previous row of its instance), the longest span in hours it may have.
+type Span = (DateTime<Utc>, DateTime<Utc>, Option<Option<u32>>);
+
 /// Distinct classifier inputs a parser remembers before it starts afresh.
 pub(super) const MAX_REMEMBERED_CLASSES: usize = 4096;
 
@@ -170,6 +245,128 @@ impl SpecParser<'_> {
             slot => *slot = Some((text.into_owned(), at)),
         }
         Ok(Some(at))
+    }
+
+    /// The cells of the row the profile reads, in last row's vector (emptied, it has the same
+    /// layout); a cell the profile calls null is `None`.
+    fn cells<'r>(&mut self, row: &Row<'r>) -> Result<Vec<Option<Cow<'r, str>>>, RowError> {
+        let p = self.profile;
+        let mut texts: Vec<Option<Cow<'r, str>>> =
+            std::mem::take(&mut self.texts).into_iter().map(|_| None).collect();
+        texts.clear();
+        for i in 0..p.columns.len() {
+            let text = row.text(i)?;
+            let null = text.as_deref().is_some_and(|v| p.spec.nulls.iter().any(|n| n == v));
+            texts.push(if null { None } else { text });
+        }
+        Ok(texts)
+    }
+
+    /// The first non-empty time among `columns`.
+    fn first_time(
+        &mut self,
+        row: &Row<'_>,
+        texts: &[Option<Cow<'_, str>>],
+        columns: &[usize],
+    ) -> Result<Option<DateTime<Utc>>, RowError> {
+        for &i in columns {
+            if let Some(t) = self.time(row, texts, i)? {
+                return Ok(Some(t));
+            }
+        }
+        Ok(None)
+    }
+
+    /// The span the row pays for (`[times]`: start, end, and a span rule), and for a row whose
+    /// span is since the previous row of its instance, its longest span: such a row is kept.
+    fn span(
+        &mut self,
+        row: &Row<'_>,
+        texts: &[Option<Cow<'_, str>>],
+        kind: Kind,
+        category: Category,
+    ) -> Result<Span, RowError> {
+        let p = self.profile;
+        let Some(mut start) = self.first_time(row, texts, &p.start)? else {
+            return Err(row.error(p.start[0], "is empty"));
+        };
+        let mut end = self.first_time(row, texts, &p.end)?.unwrap_or(start);
+        if end < start {
+            return Err(row.error(p.end[0], "is before the start of the charge"));
+        }
+        let rule = p.spec.times.rules.iter().find(|r| {
+            (r.category.is_empty() || r.category.contains(&category))
+                && (r.kind.is_empty() || r.kind.contains(&kind))
+        });
+        let mut keep = None;
+        match rule.map(|r| (r.span, r.max_hours)) {
+            Some((SpanRule::LocalDay, _)) => {
+                let tz = p.zone;
+                let day = start.with_timezone(&tz).date_naive();
+                start = local_midnight(day, tz);
+                end = local_midnight(day.succ_opt().unwrap_or(day), tz);
+            }
+            Some((SpanRule::SincePreviousRow, max)) => keep = Some(max),
+            None => {}
+        }
+        Ok((start, end, keep))
+    }
+
+    /// The billing period (`[period]`): a period column, a period-time column, or the local
+    /// month of the posting time (`from = "posted"`) or of the start. A column the file lacks
+    /// falls back to the times.
+    fn billing_period(
+        &mut self,
+        row: &Row<'_>,
+        texts: &[Option<Cow<'_, str>>],
+        posted: DateTime<Utc>,
+        start: DateTime<Utc>,
+    ) -> Result<YearMonth, RowError> {
+        let p = self.profile;
+        let (f, tz) = (&p.fields, p.zone);
+        if let Some(i) = f.billing_period.filter(|&i| row.has(i)) {
+            let text = texts[i].as_deref().ok_or_else(|| row.error(i, "is empty"))?;
+            let month = text.parse::<YearMonth>().map_err(|m| row.error(i, m))?;
+            if !row.window().holds(month.year()) {
+                return Err(row.error(i, row.window().refusal(text)));
+            }
+            return Ok(month);
+        }
+        if let Some(i) = f.period_time.filter(|&i| row.has(i)) {
+            let t = self.time(row, texts, i)?.ok_or_else(|| row.error(i, "is empty"))?;
+            return Ok(YearMonth::of(t, tz));
+        }
+        Ok(match p.spec.period.from.as_deref() {
+            Some("posted") => YearMonth::of(posted, tz),
+            _ => YearMonth::of(start, tz),
+        })
+    }
+
+    /// The row's identity: its native id (the cells of `native_id` joined by U+001F, in last
+    /// row's string; none when all are empty), else the hash of its unmapped cells.
+    fn identify(
+        &mut self,
+        row: &Row<'_>,
+        facts: &Facts<'_>,
+        parsed: &mut Parsed,
+    ) -> Result<(), RowError> {
+        let mut id = parsed.native_id.take().unwrap_or_default();
+        id.clear();
+        for (n, &i) in self.profile.fields.native_id.iter().enumerate() {
+            if n > 0 {
+                id.push('\u{1f}');
+            }
+            id.push_str(facts.text(i));
+        }
+        parsed.native_id = id.chars().any(|c| c != '\u{1f}').then_some(id);
+        parsed.unmapped = match parsed.native_id {
+            Some(_) => None,
+            None => {
+                let unmapped = self.unmapped.get_or_insert_with(|| row.unmapped());
+                unmapped_key(row, unmapped)?
+            }
+        };
+        Ok(())
     }
 
     /// Kind, category and pricing of a row, remembered per distinct input.
@@ -208,18 +405,13 @@ impl RowParser for SpecParser<'_> {
         Ok(if self.parse_into(row, &mut out)? { out } else { None })
     }
 
+    /// A row into `out`, in the steps of the module docs: cells, money and sign, kind,
+    /// category and pricing, instance and resource, times and span, billing period, GPU,
+    /// the charge, its identity; a row whose span needs the next rows is kept back.
     fn parse_into(&mut self, row: &Row<'_>, out: &mut Option<Parsed>) -> Result<bool, RowError> {
         let p = self.profile;
         let f = &p.fields;
-        // The cells of the row, in last row's vector (emptied, it has the same layout).
-        let mut texts: Vec<Option<Cow<'_, str>>> =
-            std::mem::take(&mut self.texts).into_iter().map(|_| None).collect();
-        texts.clear();
-        for i in 0..p.columns.len() {
-            let text = row.text(i)?;
-            let null = text.as_deref().is_some_and(|v| p.spec.nulls.iter().any(|n| n == v));
-            texts.push(if null { None } else { text });
-        }
+        let texts = self.cells(row)?;
         let numbers = p.number_format();
         let amount = |texts: &[Option<Cow<'_, str>>], i: usize| match cell(row, texts, i)? {
             Some(text) => {
@@ -227,28 +419,14 @@ impl RowParser for SpecParser<'_> {
             }
             None => Ok(None),
         };
+        let amount_of = |texts: &[Option<Cow<'_, str>>], i: Option<usize>| match i {
+            Some(i) => amount(texts, i),
+            None => Ok(None),
+        };
         let mut billed = amount(&texts, f.billed_cost)?
             .ok_or_else(|| row.error(f.billed_cost, "has no amount"))?;
-        let mut list = f.list_cost.map(|i| amount(&texts, i)).transpose()?.flatten();
-        let direction = match p.direction {
-            None => None,
-            Some(i) => Some(match texts[i].as_deref() {
-                Some(d) if p.spec.sign.expense.iter().any(|w| d.contains(w.as_str())) => {
-                    Direction::Expense
-                }
-                Some(d) if p.spec.sign.income.iter().any(|w| d.contains(w.as_str())) => {
-                    Direction::Income
-                }
-                Some(d) => {
-                    let words = [p.spec.sign.expense.join("/"), p.spec.sign.income.join("/")];
-                    return Err(
-                        row.error(i, format!("{d:?} is neither {} nor {}", words[0], words[1]))
-                    );
-                }
-                None if billed.is_sign_negative() => Direction::Expense,
-                None => Direction::Income,
-            }),
-        };
+        let mut list = amount_of(&texts, f.list_cost)?;
+        let direction = direction(p, row, &texts, billed)?;
         match direction {
             Some(Direction::Expense) => billed = billed.abs(),
             Some(Direction::Income) => billed = -billed.abs(),
@@ -260,95 +438,13 @@ impl RowParser for SpecParser<'_> {
             billed = -billed.abs();
             list = list.map(|l| -l.abs());
         }
-        let locations = &mut self.locations;
-        let instance =
-            p.instance.iter().zip(locations.iter_mut()).find_map(|((cats, c, re), at)| {
-                if !cats.is_empty() && !cats.contains(&category) {
-                    return None;
-                }
-                let text = facts.texts[*c].as_deref()?;
-                re.captures_read(at, text)?;
-                at.get(1).map(|(from, to)| &text[from..to])
-            });
-        let resource_id = match p
-            .resource
-            .iter()
-            .find(|(cats, _)| cats.is_empty() || cats.contains(&category))
-        {
-            Some((_, ResourceSource::Column(c))) => facts.texts[*c].as_deref().map(Cow::Borrowed),
-            Some((_, ResourceSource::Template(t))) => {
-                instance.map(|i| Cow::Owned(t.replace("{instance}", i)))
-            }
-            None => p.resource_column.and_then(|c| facts.texts[c].as_deref()).map(Cow::Borrowed),
-        };
-        let tz = p.zone;
+        let instance = find_instance(p, &mut self.locations, &facts.texts, category);
+        let resource_id = resource_of(p, &facts.texts, category, instance);
         let posted = f.posted.map(|i| self.time(row, &facts.texts, i)).transpose()?.flatten();
-        let mut start = None;
-        for &i in &p.start {
-            if let Some(t) = self.time(row, &facts.texts, i)? {
-                start = Some(t);
-                break;
-            }
-        }
-        let Some(start) = start else {
-            return Err(row.error(p.start[0], "is empty"));
-        };
-        let mut end = None;
-        for &i in &p.end {
-            if let Some(t) = self.time(row, &facts.texts, i)? {
-                end = Some(t);
-                break;
-            }
-        }
-        let mut end = end.unwrap_or(start);
-        if end < start {
-            return Err(row.error(p.end[0], "is before the start of the charge"));
-        }
-        let mut start = start;
-        let rule = p.spec.times.rules.iter().find(|r| {
-            (r.category.is_empty() || r.category.contains(&category))
-                && (r.kind.is_empty() || r.kind.contains(&kind))
-        });
-        let mut keep = None;
-        match rule.map(|r| (r.span, r.max_hours)) {
-            Some((SpanRule::LocalDay, _)) => {
-                let day = start.with_timezone(&tz).date_naive();
-                start = local_midnight(day, tz);
-                end = local_midnight(day.succ_opt().unwrap_or(day), tz);
-            }
-            Some((SpanRule::SincePreviousRow, max)) => keep = Some(max),
-            None => {}
-        }
-        // A billing-period column that the file lacks falls back to the times.
-        let period_column = f.billing_period.filter(|&i| row.has(i));
-        let billing_period = match (period_column, p.spec.period.from.as_deref()) {
-            (Some(i), _) => {
-                let text = facts.texts[i].as_deref().ok_or_else(|| row.error(i, "is empty"))?;
-                let month = text.parse::<YearMonth>().map_err(|m| row.error(i, m))?;
-                if !row.window().holds(month.year()) {
-                    return Err(row.error(i, row.window().refusal(text)));
-                }
-                month
-            }
-            // Like the period column, a period-time column the file lacks falls back too.
-            (None, _) if f.period_time.is_some_and(|i| row.has(i)) => {
-                let i = f.period_time.unwrap_or_default();
-                let t = self.time(row, &facts.texts, i)?.ok_or_else(|| row.error(i, "is empty"))?;
-                YearMonth::of(t, tz)
-            }
-            (None, Some("posted")) => YearMonth::of(posted.unwrap_or(start), tz),
-            _ => YearMonth::of(start, tz),
-        };
-        let gpu_model = (category == Category::Compute)
-            .then(|| {
-                p.gpu_models.iter().find(|(c, prefix, _)| {
-                    let text = facts.text(*c).as_bytes();
-                    text.get(..prefix.len())
-                        .is_some_and(|t| t.eq_ignore_ascii_case(prefix.as_bytes()))
-                })
-            })
-            .flatten()
-            .map(|(_, _, m)| m.as_str());
+        let (start, end, keep) = self.span(row, &facts.texts, kind, category)?;
+        let billing_period =
+            self.billing_period(row, &facts.texts, posted.unwrap_or(start), start)?;
+        let gpu_model = gpu_model(p, &facts, category);
         let gpu_count = match f.gpu_count {
             Some(i) => amount(&facts.texts, i)?
                 .map(|n| {
@@ -359,9 +455,6 @@ impl RowParser for SpecParser<'_> {
             None => None,
         };
         let item = p.item.iter().find_map(|&i| facts.texts[i].as_deref()).unwrap_or("");
-        let quantity = f.quantity.map(|i| amount(&facts.texts, i)).transpose()?.flatten();
-        let unit_price = f.unit_price.map(|i| amount(&facts.texts, i)).transpose()?.flatten();
-        let balance_after = f.balance_after.map(|i| amount(&facts.texts, i)).transpose()?.flatten();
         let text = |i: Option<usize>| i.and_then(|i| facts.texts[i].as_deref());
         let file = self.file.get_or_insert_with(|| row.path().display().to_string());
         let parsed = out.get_or_insert_with(Parsed::blank);
@@ -380,33 +473,17 @@ impl RowParser for SpecParser<'_> {
         c.pricing = pricing;
         set_opt(&mut c.gpu_model, gpu_model);
         c.gpu_count = gpu_count;
-        c.quantity = quantity;
+        c.quantity = amount_of(&facts.texts, f.quantity)?;
         set_opt(&mut c.unit, text(f.unit));
-        c.unit_price = unit_price;
+        c.unit_price = amount_of(&facts.texts, f.unit_price)?;
         c.list_cost = list;
         c.billed_cost = billed;
         set(&mut c.currency, text(f.currency).unwrap_or(&p.spec.currency));
-        c.balance_after = balance_after;
+        c.balance_after = amount_of(&facts.texts, f.balance_after)?;
         set(&mut c.origin.file, file);
         c.origin.line = row.line();
         set(&mut c.origin.item, item);
-        // The native id's cells joined by U+001F, in last row's string; none when all are empty.
-        let mut id = parsed.native_id.take().unwrap_or_default();
-        id.clear();
-        for (n, &i) in f.native_id.iter().enumerate() {
-            if n > 0 {
-                id.push('\u{1f}');
-            }
-            id.push_str(facts.text(i));
-        }
-        parsed.native_id = id.chars().any(|c| c != '\u{1f}').then_some(id);
-        parsed.unmapped = match parsed.native_id {
-            Some(_) => None,
-            None => {
-                let unmapped = self.unmapped.get_or_insert_with(|| row.unmapped());
-                unmapped_key(row, unmapped)?
-            }
-        };
+        self.identify(row, &facts, parsed)?;
         // The previous row is the previous row of the same instance and category.
         let kept =
             keep.zip(instance).map(|(max, id)| (format!("{id}\u{1f}{category}"), start, max));
