@@ -87,143 +87,189 @@ pub struct SpecProfile {
     pub(super) gpu_models: Vec<(usize, String, String)>,
 }
 
+/// The columns of a profile by key, for the steps of [`SpecProfile::parse`].
+struct Keys<'s> {
+    index: HashMap<&'s str, usize>,
+    path: &'s Path,
+}
+
+impl<'s> Keys<'s> {
+    fn of(spec: &'s ProfileSpec, path: &'s Path) -> Self {
+        let index = spec.columns.iter().enumerate().map(|(i, c)| (c.key.as_str(), i)).collect();
+        Keys { index, path }
+    }
+
+    /// What is wrong with the profile file.
+    fn bad(&self, message: String) -> crate::Error {
+        ErrorKind::Usage(format!("profile {}: {message}", self.path.display())).into()
+    }
+
+    /// The column of `key`, which the profile uses.
+    fn col(&self, key: &str) -> Result<usize> {
+        self.index.get(key).copied().ok_or_else(|| {
+            self.bad(format!("`{key}` is used but no [[columns]] entry has that key"))
+        })
+    }
+
+    /// The columns of `keys`.
+    fn cols(&self, keys: &[String]) -> Result<Vec<usize>> {
+        keys.iter().map(|k| self.col(k)).collect()
+    }
+
+    /// The column of `key`, when the profile has one.
+    fn opt(&self, key: &str) -> Option<usize> {
+        self.index.get(key).copied()
+    }
+}
+
+/// The columns of the ledger fields a profile maps.
+fn fields(spec: &ProfileSpec, keys: &Keys<'_>) -> Result<Fields> {
+    Ok(Fields {
+        posted: keys.opt("posted"),
+        billing_period: match spec.period.column.as_deref() {
+            Some(c) => Some(keys.col(c)?),
+            None => keys.opt("billing_period"),
+        },
+        account: keys.opt("account"),
+        resource_name: keys.opt("resource_name"),
+        region: keys.opt("region"),
+        quantity: keys.opt("quantity"),
+        unit: keys.opt("unit"),
+        unit_price: keys.opt("unit_price"),
+        list_cost: keys.opt("list_cost"),
+        billed_cost: keys.col("billed_cost")?,
+        currency: keys.opt("currency"),
+        balance_after: keys.opt("balance_after"),
+        gpu_count: keys.opt("gpu_count"),
+        native_id: keys.cols(&spec.native_id.as_ref().map(OneOrMany::keys).unwrap_or_default())?,
+        period_time: spec.period.time_column.as_deref().map(|c| keys.col(c)).transpose()?,
+    })
+}
+
+/// The start and end columns: `[times]`'s, else the ledger fields' own (`charge_start`, else
+/// `posted`; `charge_end`).
+fn times(spec: &ProfileSpec, keys: &Keys<'_>) -> Result<(Vec<String>, Vec<String>)> {
+    let present = |names: &[&str]| -> Vec<String> {
+        names.iter().filter(|k| keys.opt(k).is_some()).map(|k| (*k).to_owned()).collect()
+    };
+    let defaults = spec.times.start.is_empty();
+    let starts =
+        if defaults { present(&["charge_start", "posted"]) } else { spec.times.start.clone() };
+    let ends = if defaults && spec.times.end.is_empty() {
+        present(&["charge_end"])
+    } else {
+        spec.times.end.clone()
+    };
+    if starts.is_empty() {
+        return Err(keys.bad(
+            "no time: [times] start names no column, and no column has the key `charge_start` or `posted`"
+                .into(),
+        ));
+    }
+    Ok((starts, ends))
+}
+
+/// A classifier with its columns found and its words in lower case.
+fn classifier<T: Clone>(c: &Classifier<T>, keys: &Keys<'_>) -> Result<CompiledClassifier<T>> {
+    let rules = c.rules.iter().map(|r| {
+        Ok(CompiledRule {
+            columns: keys.cols(&r.columns)?,
+            words: r.words.iter().map(|w| w.to_ascii_lowercase()).collect(),
+            values: r.values.clone(),
+            direction: r.direction,
+            kind: r.kind.clone(),
+            category: r.category.clone(),
+            value: r.value.clone(),
+        })
+    });
+    Ok(CompiledClassifier {
+        default: c.default.clone(),
+        by_column: keys.cols(&c.by_column)?,
+        rules: rules.collect::<Result<_>>()?,
+    })
+}
+
+/// The `[[instance]]` rules, their regexes built (each with a capture group).
+fn instances(
+    spec: &ProfileSpec,
+    keys: &Keys<'_>,
+) -> Result<Vec<(Vec<Category>, usize, regex::Regex)>> {
+    spec.instance
+        .iter()
+        .map(|e| {
+            let re = regex::Regex::new(&e.regex)
+                .map_err(|err| keys.bad(format!("regex {:?}: {err}", e.regex)))?;
+            if re.captures_len() < 2 {
+                return Err(keys.bad(format!("regex {:?} has no capture group", e.regex)));
+            }
+            Ok((e.category.clone(), keys.col(&e.column)?, re))
+        })
+        .collect()
+}
+
+/// The `[[resource]]` rules: a column or a template each.
+fn resources(spec: &ProfileSpec, keys: &Keys<'_>) -> Result<Vec<(Vec<Category>, ResourceSource)>> {
+    spec.resource
+        .iter()
+        .map(|r| {
+            let source = match (&r.column, &r.template) {
+                (Some(c), None) => ResourceSource::Column(keys.col(c)?),
+                (None, Some(t)) => ResourceSource::Template(t.clone()),
+                _ => {
+                    return Err(keys.bad("a [[resource]] has either a column or a template".into()));
+                }
+            };
+            Ok((r.category.clone(), source))
+        })
+        .collect()
+}
+
+/// The profile's columns as detection reads them, for the program's lifetime.
+fn columns(spec: &ProfileSpec) -> &'static [Column] {
+    let columns: Vec<Column> = spec
+        .columns
+        .iter()
+        .map(|c| Column {
+            key: leak(&c.key),
+            aliases: Box::leak(
+                c.aliases.iter().map(|a| leak(a)).collect::<Vec<_>>().into_boxed_slice(),
+            ),
+            required: c.required,
+        })
+        .collect();
+    Box::leak(columns.into_boxed_slice())
+}
+
 pub(super) fn leak(s: &str) -> &'static str {
     Box::leak(s.to_owned().into_boxed_str())
 }
 
 impl SpecProfile {
-    /// Compiles a profile file's text; `path` names it in errors.
+    /// Compiles a profile file's text; `path` names it in errors. The steps, in order (the
+    /// first problem found is the one reported): the TOML, the columns and their aliases, the
+    /// zone, the ledger fields' columns, the period, the times, the instance regexes, the
+    /// resource rules, the classifiers, and the columns the rest name.
     pub fn parse(text: &str, path: &Path) -> Result<&'static SpecProfile> {
         let bad = |m: String| ErrorKind::Usage(format!("profile {}: {m}", path.display()));
         let spec: ProfileSpec =
             toml::from_str(text).map_err(|e| bad(e.to_string().trim_end().to_owned()))?;
-        let index: HashMap<&str, usize> =
-            spec.columns.iter().enumerate().map(|(i, c)| (c.key.as_str(), i)).collect();
-        let col = |key: &str| -> Result<usize> {
-            index.get(key).copied().ok_or_else(|| {
-                bad(format!("`{key}` is used but no [[columns]] entry has that key")).into()
-            })
-        };
-        let cols = |keys: &[String]| keys.iter().map(|k| col(k)).collect::<Result<Vec<_>>>();
-        let opt = |key: &str| index.get(key).copied();
-        for c in &spec.columns {
-            if c.aliases.is_empty() {
-                return Err(bad(format!("column `{}` has no aliases", c.key)).into());
-            }
+        let keys = Keys::of(&spec, path);
+        if let Some(c) = spec.columns.iter().find(|c| c.aliases.is_empty()) {
+            return Err(keys.bad(format!("column `{}` has no aliases", c.key)));
         }
         let zone: Tz =
-            spec.zone.parse().map_err(|_| bad(format!("unknown zone {:?}", spec.zone)))?;
-        let fields = Fields {
-            posted: opt("posted"),
-            billing_period: match spec.period.column.as_deref() {
-                Some(c) => Some(col(c)?),
-                None => opt("billing_period"),
-            },
-            account: opt("account"),
-            resource_name: opt("resource_name"),
-            region: opt("region"),
-            quantity: opt("quantity"),
-            unit: opt("unit"),
-            unit_price: opt("unit_price"),
-            list_cost: opt("list_cost"),
-            billed_cost: col("billed_cost")?,
-            currency: opt("currency"),
-            balance_after: opt("balance_after"),
-            gpu_count: opt("gpu_count"),
-            native_id: cols(&spec.native_id.as_ref().map(OneOrMany::keys).unwrap_or_default())?,
-            period_time: spec.period.time_column.as_deref().map(col).transpose()?,
-        };
+            spec.zone.parse().map_err(|_| keys.bad(format!("unknown zone {:?}", spec.zone)))?;
+        let fields = fields(&spec, &keys)?;
         if !matches!(spec.period.from.as_deref(), None | Some("posted") | Some("start")) {
-            return Err(bad("[period] from must be \"posted\" or \"start\"".into()).into());
+            return Err(keys.bad("[period] from must be \"posted\" or \"start\"".into()));
         }
-        // The default times: the ledger fields' own columns.
-        let present = |keys: &[&str]| -> Vec<String> {
-            keys.iter().filter(|k| index.contains_key(*k)).map(|k| (*k).to_owned()).collect()
-        };
-        let starts = if spec.times.start.is_empty() {
-            present(&["charge_start", "posted"])
-        } else {
-            spec.times.start.clone()
-        };
-        let ends = if spec.times.start.is_empty() && spec.times.end.is_empty() {
-            present(&["charge_end"])
-        } else {
-            spec.times.end.clone()
-        };
-        if starts.is_empty() {
-            return Err(bad(
-                "no time: [times] start names no column, and no column has the key `charge_start` or `posted`"
-                    .into(),
-            )
-            .into());
-        }
-        fn classifier<T: Clone>(
-            c: &Classifier<T>,
-            cols: &dyn Fn(&[String]) -> Result<Vec<usize>>,
-        ) -> Result<CompiledClassifier<T>> {
-            Ok(CompiledClassifier {
-                default: c.default.clone(),
-                by_column: cols(&c.by_column)?,
-                rules: c
-                    .rules
-                    .iter()
-                    .map(|r| {
-                        Ok(CompiledRule {
-                            columns: cols(&r.columns)?,
-                            words: r.words.iter().map(|w| w.to_ascii_lowercase()).collect(),
-                            values: r.values.clone(),
-                            direction: r.direction,
-                            kind: r.kind.clone(),
-                            category: r.category.clone(),
-                            value: r.value.clone(),
-                        })
-                    })
-                    .collect::<Result<_>>()?,
-            })
-        }
-        let instance = spec
-            .instance
-            .iter()
-            .map(|e| {
-                let re = regex::Regex::new(&e.regex)
-                    .map_err(|err| bad(format!("regex {:?}: {err}", e.regex)))?;
-                if re.captures_len() < 2 {
-                    return Err(bad(format!("regex {:?} has no capture group", e.regex)).into());
-                }
-                Ok((e.category.clone(), col(&e.column)?, re))
-            })
-            .collect::<Result<_>>()?;
-        let resource = spec
-            .resource
-            .iter()
-            .map(|r| {
-                let source = match (&r.column, &r.template) {
-                    (Some(c), None) => ResourceSource::Column(col(c)?),
-                    (None, Some(t)) => ResourceSource::Template(t.clone()),
-                    _ => {
-                        return Err(
-                            bad("a [[resource]] has either a column or a template".into()).into()
-                        );
-                    }
-                };
-                Ok((r.category.clone(), source))
-            })
-            .collect::<Result<_>>()?;
-        let columns: Vec<Column> = spec
-            .columns
-            .iter()
-            .map(|c| Column {
-                key: leak(&c.key),
-                aliases: Box::leak(
-                    c.aliases.iter().map(|a| leak(a)).collect::<Vec<_>>().into_boxed_slice(),
-                ),
-                required: c.required,
-            })
-            .collect();
+        let (starts, ends) = times(&spec, &keys)?;
+        let instance = instances(&spec, &keys)?;
+        let resource = resources(&spec, &keys)?;
         let (kind, category, pricing) = (
-            classifier(&spec.kind, &cols)?,
-            classifier(&spec.category, &cols)?,
-            classifier(&spec.pricing, &cols)?,
+            classifier(&spec.kind, &keys)?,
+            classifier(&spec.category, &keys)?,
+            classifier(&spec.pricing, &keys)?,
         );
         let mut class_columns: Vec<usize> =
             [kind.columns_read(), category.columns_read(), pricing.columns_read()].concat();
@@ -233,14 +279,14 @@ impl SpecProfile {
             name: leak(&spec.name),
             platform: leak(spec.platform.as_deref().unwrap_or(&spec.name)),
             description: leak(&spec.description),
-            columns: Box::leak(columns.into_boxed_slice()),
+            columns: columns(&spec),
             zone,
             fields,
-            item: cols(&spec.item)?,
-            direction: spec.sign.direction.as_deref().map(col).transpose()?,
-            start: cols(&starts)?,
-            end: cols(&ends)?,
-            resource_column: opt("resource_id"),
+            item: keys.cols(&spec.item)?,
+            direction: spec.sign.direction.as_deref().map(|c| keys.col(c)).transpose()?,
+            start: keys.cols(&starts)?,
+            end: keys.cols(&ends)?,
+            resource_column: keys.opt("resource_id"),
             kind,
             category,
             pricing,
@@ -250,7 +296,7 @@ impl SpecProfile {
             gpu_models: spec
                 .gpu_models
                 .iter()
-                .map(|g| Ok((col(&g.column)?, g.prefix.to_ascii_lowercase(), g.model.clone())))
+                .map(|g| Ok((keys.col(&g.column)?, g.prefix.to_ascii_lowercase(), g.model.clone())))
                 .collect::<Result<_>>()?,
             source: text.to_owned(),
             spec,
