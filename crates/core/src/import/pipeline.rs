@@ -1,0 +1,431 @@
+//! The import pipeline over bounded batches of records (the module docs of `import` say how
+//! it runs): a reader thread, parsing threads, and the calling thread that gives ids in file
+//! order and hands charges to the sink.
+
+use std::borrow::Cow;
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::Path;
+
+use crossbeam_channel as channel;
+use rust_decimal::Decimal;
+
+use super::decode::FileCtx;
+use super::source::{BillSource, Next, RecordBatch, Row};
+use super::{
+    Deliver, Encoded, Encoder, Facts, FileReport, Header, NewEncoder, Parsed, Profile, Progress,
+    RowParser, Spend, Window, profiles,
+};
+use crate::charge::{Category, ChargeId, YearMonth};
+use crate::error::{ErrorKind, Result, RowError};
+use crate::ids::Claim;
+use crate::money;
+
+/// [`Facts`] as a parsing thread records them: the currency is an index into its batch's
+/// [`Slot::currencies`] (a shared `Arc` would cost two atomic operations a row, on two cores).
+struct RowFacts {
+    billing_period: YearMonth,
+    category: Category,
+    spend: bool,
+    billed_cost: Decimal,
+    currency: u32,
+}
+
+/// [`read_bill_among`] into any [`Deliver`].
+pub(crate) fn deliver_bill(
+    path: &Path,
+    profile: Option<&'static dyn Profile>,
+    candidates: &[&'static dyn Profile],
+    window: Window,
+    sink: &mut dyn Deliver,
+) -> Result<FileReport> {
+    let candidates = if candidates.is_empty() { profiles() } else { candidates };
+    let mut source = BillSource::open(path, profile, candidates)?;
+    source.set_window(window);
+    let profile = source.profile();
+    sink.begin_file(path, &source.header().names)?;
+    let encoding = sink.encoding();
+    let progress = sink.progress();
+    let size = std::fs::metadata(path).map_or(0, |m| m.len());
+    let workers = if profile.rows_independent() {
+        std::thread::available_parallelism().map_or(1, |n| n.get()).clamp(1, MAX_WORKERS)
+    } else {
+        1
+    };
+    let header = source.header().clone();
+    let state = source.ctx().state();
+    let contexts: Vec<_> = (0..workers).map(|_| source.ctx().fork(state)).collect();
+    let (pool_tx, pool_rx) = channel::bounded(BATCHES_IN_FLIGHT);
+    for _ in 0..BATCHES_IN_FLIGHT {
+        let slot = Slot::new(BATCH_ROWS);
+        let _ = pool_tx.send(slot);
+    }
+    let (work_tx, work_rx) = channel::bounded::<(u64, Slot)>(workers);
+    let (done_tx, done_rx) = channel::unbounded::<FromWorker>();
+    let tally = std::thread::scope(|scope| {
+        let reader = {
+            let source = &mut source;
+            scope.spawn(move || -> Result<()> {
+                let report = |source: &BillSource| {
+                    if let Some(Progress(report)) = &progress {
+                        report(path, source.bytes_read().min(size), size);
+                    }
+                };
+                for seq in 0.. {
+                    let Ok(mut slot) = pool_rx.recv() else { return Ok(()) };
+                    let more = source.fill(&mut slot.records)?;
+                    report(source);
+                    if !more || work_tx.send((seq, slot)).is_err() {
+                        return Ok(());
+                    }
+                }
+                Ok(())
+            })
+        };
+        for (worker, ctx) in contexts.into_iter().enumerate() {
+            let (work_rx, done_tx, header) = (work_rx.clone(), done_tx.clone(), &header);
+            scope.spawn(move || {
+                let mut parser = profile.parser();
+                let mut scratch = None;
+                for (seq, mut slot) in work_rx {
+                    let parser = &mut *parser;
+                    parse_batch(parser, &mut scratch, &ctx, header, profile, encoding, &mut slot);
+                    if done_tx.send(FromWorker::Batch(seq, slot)).is_err() {
+                        return;
+                    }
+                }
+                let mut kept = Slot::new(0);
+                deliver_rows(parser.finish(), encoding, &mut kept);
+                let _ = done_tx.send(FromWorker::Finish(worker, kept));
+            });
+        }
+        drop((work_rx, done_tx));
+        let tally = consume(done_rx, pool_tx, profile.platform(), sink);
+        let read = reader.join().unwrap_or_else(|panic| std::panic::resume_unwind(panic));
+        read.and(tally)
+    })
+    .map_err(|e| match e.into_kind() {
+        // A total of the file's figures that does not fit: say which file.
+        ErrorKind::Overflow { what } => {
+            crate::Error::from(ErrorKind::Overflow { what: format!("{}: {what}", path.display()) })
+        }
+        other => crate::Error::from(other),
+    })?;
+    let (sha256, size) = source.digest();
+    Ok(FileReport {
+        path: path.display().to_string(),
+        profile: profile.name(),
+        platform: profile.platform(),
+        zone: profile.zone(),
+        rows_read: source.rows_read(),
+        charges: tally.charges,
+        rejected: tally.rejected,
+        control_totals: source.control_totals().to_vec(),
+        totals: tally.totals,
+        months: tally.months,
+        sha256,
+        size,
+    })
+}
+
+/// Records per batch handed to a parsing thread.
+const BATCH_ROWS: usize = 2048;
+
+/// Batches between the reader and the sink at any time: what bounds the pipeline's memory.
+const BATCHES_IN_FLIGHT: usize = 8;
+
+/// Parsing threads at most.
+const MAX_WORKERS: usize = 4;
+
+/// What became of one record.
+enum Outcome {
+    /// A charge, with what its id is made from, its facts, and itself unless it was encoded
+    /// (boxed: the ledger's path, which encodes, then moves a hundred bytes a row, not 600).
+    Charge(IdSeed, RowFacts, Option<Box<Parsed>>),
+    /// A row that could not be read, with its cells.
+    Reject(RowError, Vec<String>),
+    /// A row the parser kept back, or that carries no charge.
+    Nothing,
+}
+
+/// A batch of records and what became of each, passed from the reader to a worker to the
+/// calling thread and back to the reader: its buffers are reused, never freed and allocated
+/// again (fresh memory costs page faults the kernel must zero).
+struct Slot {
+    records: RecordBatch,
+    outcomes: Vec<Outcome>,
+    /// The currencies of the batch's charges, in order of appearance.
+    currencies: Vec<String>,
+    /// The batch's charges in the sink's form, when the sink has an [`Encoder`].
+    encoded: Option<Result<Encoded>>,
+}
+
+impl Slot {
+    fn new(records: usize) -> Self {
+        Slot {
+            records: RecordBatch::new(records),
+            outcomes: Vec::new(),
+            currencies: Vec::new(),
+            encoded: None,
+        }
+    }
+}
+
+enum FromWorker {
+    /// A batch parsed, with its sequence number.
+    Batch(u64, Slot),
+    /// What a worker's parser kept back until the end of the file.
+    Finish(usize, Slot),
+}
+
+/// The part of a charge's id that does not depend on the rows before it, made on the
+/// parsing threads: the native id, or the content key with the id of its first occurrence
+/// (nearly every row's id, so the calling thread seldom hashes).
+enum IdSeed {
+    Native(ChargeId),
+    Content(u128, ChargeId),
+}
+
+fn seed(parsed: &Parsed) -> IdSeed {
+    let c = &parsed.charge;
+    match &parsed.native_id {
+        Some(native) => {
+            IdSeed::Native(ChargeId::from_native(&c.platform, c.account.as_deref(), native))
+        }
+        None => {
+            let key = ChargeId::content_key_with(c, parsed.unmapped);
+            IdSeed::Content(key, ChargeId::from_content(key, 0))
+        }
+    }
+}
+
+fn parse_batch(
+    parser: &mut dyn RowParser,
+    scratch: &mut Option<Parsed>,
+    ctx: &FileCtx,
+    header: &Header,
+    profile: &'static dyn Profile,
+    encoding: Option<NewEncoder>,
+    slot: &mut Slot,
+) {
+    let batch = std::mem::replace(&mut slot.records, RecordBatch::new(0));
+    ctx.set_state(batch.state);
+    let columns = profile.columns();
+    let mut out = Outcomes::start(encoding, slot);
+    for record in &batch.records[..batch.len] {
+        let line = record.position().map_or(0, |p| p.line());
+        let row = Row { ctx, record, header, columns, line, whole: ctx.whole(record) };
+        let outcome = match row.checked() {
+            Next::Bad(error, cells) => Outcome::Reject(error, cells),
+            Next::Row(row) => match parser.parse_into(&row, scratch) {
+                Ok(true) => match scratch {
+                    Some(parsed) => out.charge(Cow::Borrowed(parsed)),
+                    None => Outcome::Nothing,
+                },
+                Ok(false) => Outcome::Nothing,
+                Err(error) => Outcome::Reject(error, row.cells()),
+            },
+        };
+        out.slot.outcomes.push(outcome);
+    }
+    out.finish();
+    slot.records = batch;
+}
+
+/// Fills `slot` with the outcomes of `rows`, charges the parser kept back until the end.
+fn deliver_rows(rows: Vec<Parsed>, encoding: Option<NewEncoder>, slot: &mut Slot) {
+    let mut out = Outcomes::start(encoding, slot);
+    for parsed in rows {
+        let outcome = out.charge(Cow::Owned(parsed));
+        out.slot.outcomes.push(outcome);
+    }
+    out.finish();
+}
+
+/// A slot being filled with outcomes on a parsing thread, and the encoder of its charges.
+struct Outcomes<'s> {
+    slot: &'s mut Slot,
+    encoder: Option<Box<dyn Encoder>>,
+}
+
+impl<'s> Outcomes<'s> {
+    fn start(encoding: Option<NewEncoder>, slot: &'s mut Slot) -> Self {
+        slot.currencies.clear();
+        slot.outcomes.clear();
+        Outcomes { slot, encoder: encoding.map(|new| new(BATCH_ROWS)) }
+    }
+
+    /// The outcome of a charge: encoded here when the sink has an encoding, else handed on
+    /// whole (copied when borrowed: the parser keeps it to fill it again).
+    fn charge(&mut self, parsed: Cow<'_, Parsed>) -> Outcome {
+        let c = &parsed.charge;
+        let currencies = &mut self.slot.currencies;
+        let currency = match currencies.iter().rposition(|cur| *cur == c.currency) {
+            Some(i) => i,
+            None => {
+                currencies.push(c.currency.clone());
+                currencies.len() - 1
+            }
+        };
+        let facts = RowFacts {
+            billing_period: c.billing_period,
+            category: c.category,
+            spend: c.is_spend(),
+            billed_cost: c.billed_cost,
+            currency: currency as u32,
+        };
+        let seed = seed(&parsed);
+        match &mut self.encoder {
+            Some(encoder) => {
+                encoder.push(c);
+                Outcome::Charge(seed, facts, None)
+            }
+            None => Outcome::Charge(seed, facts, Some(Box::new(parsed.into_owned()))),
+        }
+    }
+
+    fn finish(self) {
+        self.slot.encoded = self.encoder.map(|e| e.finish());
+    }
+}
+
+/// What the calling thread counted while handing charges to the sink.
+#[derive(Default)]
+struct Tally {
+    /// The profile's name, the platform of every charge.
+    platform: &'static str,
+    charges: u64,
+    rejected: u64,
+    totals: BTreeMap<String, Decimal>,
+    months: BTreeSet<YearMonth>,
+}
+
+impl Tally {
+    fn charge(
+        &mut self,
+        seed: IdSeed,
+        facts: Facts,
+        parsed: Option<Box<Parsed>>,
+        sink: &mut dyn Deliver,
+    ) -> Result<bool> {
+        self.charges += 1;
+        let (index, file) = sink.ids();
+        let (id, new) = match seed {
+            IdSeed::Native(id) => (id, index.claim(id.0, file)? == Claim::New),
+            // The occurrence number of a row among identical rows of the file: the first
+            // occurrence this file has not given yet. Identical rows are rare, so this keeps
+            // one id per row instead of a counter per distinct content.
+            IdSeed::Content(key, first) => (0..)
+                .find_map(|occurrence| {
+                    let id = if occurrence == 0 {
+                        first
+                    } else {
+                        ChargeId::from_content(key, occurrence)
+                    };
+                    match index.claim(id.0, file) {
+                        Ok(Claim::Given) => None,
+                        Ok(claim) => Some(Ok((id, claim == Claim::New))),
+                        Err(e) => Some(Err(e)),
+                    }
+                })
+                .unwrap_or(Ok((ChargeId(0), false)))?,
+        };
+        sink.charge(&facts, parsed.map(|p| p.charge), id, new)?;
+        Ok(new)
+    }
+
+    /// Hands a slot's outcomes to `sink`, then its encoded batch.
+    fn slot(&mut self, slot: &mut Slot, sink: &mut dyn Deliver) -> Result<()> {
+        let first_ids = slot.outcomes.iter().filter_map(|outcome| match outcome {
+            Outcome::Charge(IdSeed::Native(id) | IdSeed::Content(_, id), ..) => Some(id.0),
+            _ => None,
+        });
+        sink.ids().0.warm(first_ids);
+        // Spend of the batch by currency, category and whether the charge is new, and the last
+        // month seen: added up once a batch. The file's totals take every charge of a
+        // currency, the sink's only the new ones.
+        let categories = Category::ALL.len();
+        let mut spend = vec![(Decimal::ZERO, 0u64); slot.currencies.len() * categories * 2];
+        let mut month = None;
+        for outcome in slot.outcomes.drain(..) {
+            match outcome {
+                Outcome::Charge(seed, row, parsed) => {
+                    let currency = row.currency as usize;
+                    if month != Some(row.billing_period) {
+                        month = Some(row.billing_period);
+                        self.months.insert(row.billing_period);
+                    }
+                    let facts =
+                        Facts { platform: self.platform, billing_period: row.billing_period };
+                    let new = self.charge(seed, facts, parsed, sink)?;
+                    if row.spend {
+                        let group = (currency * categories + row.category as usize) * 2;
+                        let group = &mut spend[group + usize::from(new)];
+                        group.0 = money::add(group.0, row.billed_cost, "a file's spend")?;
+                        group.1 += 1;
+                    }
+                }
+                Outcome::Reject(error, cells) => {
+                    self.rejected += 1;
+                    sink.reject(error, cells)?;
+                }
+                Outcome::Nothing => {}
+            }
+        }
+        for (currency, groups) in slot.currencies.iter().zip(spend.chunks(categories * 2)) {
+            for (&category, known_new) in Category::ALL.iter().zip(groups.chunks(2)) {
+                let (billed, charges) = known_new[1];
+                if charges > 0 {
+                    let platform = self.platform;
+                    sink.spent(Spend { platform, category, currency, billed, charges })?;
+                }
+            }
+            if groups.iter().all(|g| g.1 == 0) {
+                continue;
+            }
+            let amount = money::sum(groups.iter().map(|g| g.0), "a file's spend")?;
+            match self.totals.get_mut(currency.as_str()) {
+                Some(total) => *total = money::add(*total, amount, "a file's spend")?,
+                None => {
+                    self.totals.insert(currency.clone(), amount);
+                }
+            }
+        }
+        match slot.encoded.take() {
+            Some(encoded) => sink.encoded(encoded?),
+            None => Ok(()),
+        }
+    }
+}
+
+/// Hands the workers' outcomes to `sink` in file order, returning each batch's buffers to
+/// the reader; then what the parsers kept back, worker by worker.
+fn consume(
+    done: channel::Receiver<FromWorker>,
+    pool: channel::Sender<Slot>,
+    platform: &'static str,
+    sink: &mut dyn Deliver,
+) -> Result<Tally> {
+    let mut tally = Tally { platform, ..Tally::default() };
+    let mut next = 0u64;
+    let mut waiting: BTreeMap<u64, Slot> = BTreeMap::new();
+    let mut kept = Vec::new();
+    for message in done {
+        match message {
+            FromWorker::Batch(seq, slot) => {
+                waiting.insert(seq, slot);
+            }
+            FromWorker::Finish(worker, slot) => kept.push((worker, slot)),
+        }
+        while let Some(mut slot) = waiting.remove(&next) {
+            next += 1;
+            tally.slot(&mut slot, sink)?;
+            // The reader may have stopped: then the buffers are simply dropped.
+            let _ = pool.send(slot);
+        }
+    }
+    kept.sort_by_key(|(worker, _)| *worker);
+    for (_, mut slot) in kept {
+        tally.slot(&mut slot, sink)?;
+    }
+    Ok(tally)
+}
