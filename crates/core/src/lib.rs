@@ -32,6 +32,7 @@ pub mod import;
 #[cfg(feature = "store")]
 pub mod ledger;
 pub mod money;
+mod month;
 mod parse;
 pub mod reconcile;
 pub mod report;
