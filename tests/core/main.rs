@@ -236,3 +236,44 @@ fn every_fixture_is_read_by_a_test() {
     }
     assert!(unused.is_empty(), "fixtures no test reads: {unused:?}");
 }
+
+/// The data flow runs one way (DESIGN.md): the rules and reports import nothing from import
+/// or the ledger, and import nothing from the ledger.
+#[test]
+fn no_module_imports_back_up_the_flow() {
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+    let code_of = |dir: &Path| -> Vec<(PathBuf, String)> {
+        let mut out = Vec::new();
+        let mut stack = vec![dir.to_owned()];
+        while let Some(d) = stack.pop() {
+            let entries: Vec<PathBuf> = if d.is_dir() {
+                std::fs::read_dir(&d).unwrap().map(|e| e.unwrap().path()).collect()
+            } else {
+                vec![d.clone()]
+            };
+            for p in entries {
+                if p.is_dir() {
+                    stack.push(p);
+                } else if p.extension().is_some_and(|e| e == "rs") {
+                    let text = std::fs::read_to_string(&p).unwrap();
+                    let code: String = text
+                        .lines()
+                        .filter(|l| !l.trim_start().starts_with("//"))
+                        .collect::<Vec<_>>()
+                        .join("\n");
+                    out.push((p, code));
+                }
+            }
+        }
+        out
+    };
+    let rules = ["waste", "reconcile", "report.rs"].map(|m| src.join(m));
+    for (path, code) in rules.iter().flat_map(|d| code_of(d)) {
+        for upstream in ["crate::import", "crate::ledger"] {
+            assert!(!code.contains(upstream), "{} uses {upstream}", path.display());
+        }
+    }
+    for (path, code) in code_of(&src.join("import")) {
+        assert!(!code.contains("crate::ledger"), "{} uses crate::ledger", path.display());
+    }
+}

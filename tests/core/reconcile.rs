@@ -19,7 +19,6 @@ fn may() -> YearMonth {
 fn read(files: &[&str]) -> (Vec<Charge>, ReconcileInput) {
     let mut charges = Vec::new();
     let mut input = ReconcileInput::default();
-    input.learn_profiles(gpuaudit_core::import::profiles());
     for f in files {
         let bill = parse_bill(&fixture(f), None).unwrap();
         let r = &bill.report;
@@ -165,7 +164,7 @@ fn r001_compares_a_cur_rate_with_the_cost_it_prices_not_the_public_on_demand_cos
     assert_eq!(by, super::cats(&[("compute", dec!(147.06)), ("other", dec!(1.95))]));
     assert_eq!(check(&charges, may(), &input).unwrap(), vec![]);
     // Compared with the public on-demand cost instead, every reserved hour was a false hit.
-    let list = ReconcileInput { unit_price_of: Default::default(), ..input };
+    let list = ReconcileInput { platforms: gpuaudit_core::platforms::Platforms::none(), ..input };
     let found = check(&charges, may(), &list).unwrap();
     assert_eq!(
         summary(&found),

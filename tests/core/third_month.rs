@@ -93,7 +93,6 @@ fn audit_and_reconcile(
     let may = YearMonth::new(2024, 5).unwrap();
     let findings = audit(&bill.charges, may, &Config::default()).unwrap();
     let mut input = ReconcileInput::default();
-    input.learn_profiles(gpuaudit_core::import::profiles());
     let r = &bill.report;
     input.footers.extend(footers_of(&r.path, r.profile, &r.control_totals, &r.totals));
     (findings, check(&bill.charges, may, &input).unwrap())

@@ -139,6 +139,28 @@ impl Default for Pricing {
     }
 }
 
+/// The money a unit price multiplies to (a profile's `unit_price_of`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum UnitPriceOf {
+    /// The list cost where the row has one, else the billed cost.
+    #[default]
+    ListCost,
+    /// The billed cost.
+    BilledCost,
+}
+
+/// A control total found in a footer row of a bill (合计/总计/小计/Total).
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct ControlTotal {
+    /// 1-based line of the footer row.
+    pub line: u64,
+    /// The footer's label, such as `合计`.
+    pub label: String,
+    /// The figure in the footer's billed-cost column, if it has one.
+    pub amount: Option<Decimal>,
+}
+
 /// The stable identity of a charge: 128 bits of XXH3 over the fields that identify it.
 ///
 /// It is the hash of (platform, account, the row's native id) where the format has one

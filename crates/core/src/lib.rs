@@ -34,10 +34,10 @@ pub mod ledger;
 pub mod money;
 mod month;
 mod parse;
+pub mod platforms;
 pub mod reconcile;
 pub mod report;
 pub mod waste;
-pub mod zones;
 
 pub use charge::{
     Category, Charge, ChargeId, Kind, MAX_SCALE, Origin, Pricing, YearMonth, link_to_instances,

@@ -85,8 +85,8 @@ pub fn run(
         "checks: R001 to R008",
     )?;
     let mut input = ReconcileInput { config: config.clone(), ..Default::default() };
-    input.learn_profiles(profiles);
-    input.zones.extend(&store.zones()?);
+    input.platforms = gpuaudit_core::platforms::Platforms::of_profiles(profiles);
+    input.platforms.extend(&store.platforms()?);
     for path in &args.statement {
         input.statements.extend(read_statement(path)?);
     }

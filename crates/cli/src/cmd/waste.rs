@@ -12,9 +12,9 @@ use std::process::ExitCode;
 use chrono::{DateTime, Utc};
 use gpuaudit_core::config::Config;
 use gpuaudit_core::ledger::{LoadFilter, Store};
+use gpuaudit_core::platforms::Platforms;
 use gpuaudit_core::report::money_text;
 use gpuaudit_core::waste::{self, Finding, Rule};
-use gpuaudit_core::zones::Zones;
 use gpuaudit_core::{YearMonth, parse_amount};
 use rust_decimal::{Decimal, RoundingStrategy};
 
@@ -89,15 +89,15 @@ pub fn run(
         select(&args.rules, waste::RULES, waste::rule_by_code, "rule", "rules: W001 to W006")?;
     let charges = store.load(&LoadFilter { months: months_to_load(month, &config) })?;
     // The zones the ledger's files were imported in, over those of the profiles known here.
-    let mut zones = Zones::with_profiles(profiles);
-    zones.extend(&store.zones()?);
-    let findings = waste::audit_in(&rules, &charges, month, &config, &zones)?;
+    let mut platforms = Platforms::of_profiles(profiles);
+    platforms.extend(&store.platforms()?);
+    let findings = waste::audit_in(&rules, &charges, month, &config, &platforms)?;
     let totals = waste::totals(&findings)?;
     let text = match args.format {
         Format::Csv => render_csv(&findings),
         Format::Json => render_json(month, &findings, &totals),
         Format::Table | Format::Md => {
-            render_text(month, &rules, &findings, &totals, args.format, args.explain, &zones)?
+            render_text(month, &rules, &findings, &totals, args.format, args.explain, &platforms)?
         }
     };
     emit(&text)?;
@@ -111,11 +111,11 @@ fn utc(t: DateTime<Utc>) -> String {
     t.to_rfc3339_opts(chrono::SecondsFormat::Secs, true)
 }
 
-fn local(t: DateTime<Utc>, platform: &str, zones: &Zones) -> String {
+fn local(t: DateTime<Utc>, platform: &str, platforms: &Platforms) -> String {
     if t == DateTime::<Utc>::MAX_UTC {
         return "…".into();
     }
-    t.with_timezone(&zones.of(platform)).format("%Y-%m-%d %H:%M").to_string()
+    t.with_timezone(&platforms.zone(platform)).format("%Y-%m-%d %H:%M").to_string()
 }
 
 const CSV_HEADER: &[&str] = &[
@@ -204,7 +204,7 @@ fn render_text(
     totals: &[(String, Decimal)],
     format: Format,
     explain: bool,
-    zones: &Zones,
+    platforms: &Platforms,
 ) -> Result<String, gpuaudit_core::Error> {
     let mut out = String::new();
     if findings.is_empty() {
@@ -247,8 +247,8 @@ fn render_text(
                     f.instance_id.clone().unwrap_or_else(|| "-".into()),
                     f.resource_id.clone().unwrap_or_else(|| "-".into()),
                     f.category.to_string(),
-                    local(f.period_start, &f.platform, zones),
-                    local(f.period_end, &f.platform, zones),
+                    local(f.period_start, &f.platform, platforms),
+                    local(f.period_end, &f.platform, platforms),
                     format!("{} {}", cents(f.amount), f.currency),
                     format!("{} {}", cents(f.monthly_projection), f.currency),
                 ]

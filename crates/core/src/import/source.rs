@@ -26,16 +26,7 @@ use super::spreadsheet::{MAX_SPREADSHEET_BYTES, is_spreadsheet, spreadsheet_as_c
 use crate::error::{Error, ErrorKind, Location, Result, RowError};
 use crate::import::profile::{Column, Profile};
 
-/// A control total found in a footer row (合计/总计/小计/Total).
-#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
-pub struct ControlTotal {
-    /// 1-based line of the footer row.
-    pub line: u64,
-    /// The footer's label, such as `合计`.
-    pub label: String,
-    /// The figure in the footer's billed-cost column, if it has one.
-    pub amount: Option<Decimal>,
-}
+pub use crate::charge::ControlTotal;
 
 /// A bill file opened for reading: encoding known, header found, profile chosen.
 pub struct BillSource {

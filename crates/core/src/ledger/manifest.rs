@@ -13,8 +13,8 @@ use rust_decimal::Decimal;
 use serde::{Deserialize, Serialize};
 
 use super::{MANIFEST, MANIFEST_TMP, io};
+use crate::charge::ControlTotal;
 use crate::error::{Error, Result};
-use crate::import::ControlTotal;
 
 /// The list of committed batches.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]

@@ -29,13 +29,13 @@ impl Store {
 
     /// The zone of each platform of the ledger, as the profiles that imported it said (the
     /// newest file's wins). Files imported before zones were recorded say nothing: combine
-    /// with [`crate::zones::Zones::with_profiles`] of the profiles in use.
-    pub fn zones(&self) -> Result<crate::zones::Zones> {
-        let mut zones = crate::zones::Zones::none();
+    /// with [`crate::platforms::Platforms::of_profiles`] of the profiles in use.
+    pub fn platforms(&self) -> Result<crate::platforms::Platforms> {
+        let mut zones = crate::platforms::Platforms::none();
         for source in self.manifest()?.batches.iter().flat_map(|b| &b.sources) {
             let platform = source.platform.as_deref().unwrap_or(&source.profile);
             if let Some(zone) = source.zone.as_deref().and_then(|z| z.parse().ok()) {
-                zones.insert(platform, zone);
+                zones.set_zone(platform, zone);
             }
         }
         Ok(zones)

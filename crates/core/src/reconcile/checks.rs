@@ -6,9 +6,9 @@ use chrono::Duration;
 use rust_decimal::Decimal;
 
 use super::{Check, Context, Discrepancy, Line, Measure, span_text};
+use crate::charge::UnitPriceOf;
 use crate::charge::{Category, Charge, Kind, Pricing};
 use crate::error::Result;
-use crate::import::spec::UnitPriceOf;
 use crate::money;
 use crate::report::{duration_text, money_text};
 
@@ -57,12 +57,11 @@ impl Check for Arithmetic {
         for c in ctx.in_month() {
             let (Some(price), Some(quantity)) = (c.unit_price, c.quantity) else { continue };
             let expected = money::mul(price, quantity, "a unit price times its quantity")?.abs();
-            let actual =
-                match ctx.input.unit_price_of.get(&c.platform).copied().unwrap_or_default() {
-                    UnitPriceOf::ListCost => c.list_cost.unwrap_or(c.billed_cost),
-                    UnitPriceOf::BilledCost => c.billed_cost,
-                }
-                .abs();
+            let actual = match ctx.input.platforms.unit_price_of(&c.platform) {
+                UnitPriceOf::ListCost => c.list_cost.unwrap_or(c.billed_cost),
+                UnitPriceOf::BilledCost => c.billed_cost,
+            }
+            .abs();
             let digits = actual.normalize().scale().clamp(2, 26);
             let tolerance = (Decimal::new(5, digits + 1)).max(Decimal::new(1, 2));
             let difference = money::sub(actual, expected, "a line's arithmetic")?;
@@ -433,7 +432,7 @@ impl Check for PeriodMismatch {
     fn run(&self, ctx: &Context<'_>) -> Result<Vec<Discrepancy>> {
         let mut out = Vec::new();
         for c in ctx.in_month() {
-            let tz = ctx.input.zones.of(&c.platform);
+            let tz = ctx.input.platforms.zone(&c.platform);
             let (start, end) = (c.billing_period.start(tz), c.billing_period.next().start(tz));
             let before =
                 c.charge_end < start || (c.charge_end == start && c.charge_end > c.charge_start);

@@ -35,10 +35,10 @@ pub use checks::{
     RateCardCheck, StatementTotal,
 };
 
+use crate::charge::ControlTotal;
 use crate::charge::{Charge, YearMonth};
 use crate::config::Config;
 use crate::error::{Error, ErrorKind, Location, Result, RowError};
-use crate::import::ControlTotal;
 use crate::parse::parse_amount;
 
 /// What a discrepancy's figures count.
@@ -149,25 +149,11 @@ pub struct ReconcileInput {
     pub footers: Vec<FooterTotal>,
     /// Statement lines given with `--statement`.
     pub statements: Vec<StatementLine>,
-    /// Per platform, the money its unit prices multiply to (R001); a platform not listed
-    /// prices its list cost where a row has one, else its billed cost. See
-    /// [`ReconcileInput::learn_profiles`].
-    pub unit_price_of: BTreeMap<String, crate::import::spec::UnitPriceOf>,
-    /// The zone each platform cuts its months in (R008); the built-in profiles' by default.
-    pub zones: crate::zones::Zones,
+    /// The zone and the unit-price basis of each platform (R008, R001); the built-in
+    /// profiles' by default.
+    pub platforms: crate::platforms::Platforms,
     /// Rate cards (R006).
     pub config: Config,
-}
-
-impl ReconcileInput {
-    /// Records what the profiles that import the platforms say about their rows (the money
-    /// their unit prices multiply to, the zone their months are cut in).
-    pub fn learn_profiles(&mut self, profiles: &[&'static dyn crate::import::Profile]) {
-        for p in profiles {
-            self.unit_price_of.insert(p.platform().to_owned(), p.unit_price_of());
-            self.zones.insert(p.platform(), p.zone());
-        }
-    }
 }
 
 /// One reconciliation check.

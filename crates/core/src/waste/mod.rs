@@ -39,7 +39,7 @@ pub use timeline::{Span, Timeline};
 
 use crate::charge::{Category, Charge, ChargeId, YearMonth};
 use crate::config::Config;
-use crate::zones::Zones;
+use crate::platforms::Platforms;
 
 /// How much a finding matters.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
@@ -162,7 +162,7 @@ pub struct Context<'a> {
     known: HashMap<&'a str, Span>,
     first_seen: HashMap<(&'a str, &'a str), DateTime<Utc>>,
     rates: HashMap<(&'a str, &'a str, Category, &'a str), Rate>,
-    zones: &'a Zones,
+    platforms: &'a Platforms,
 }
 
 impl<'a> Context<'a> {
@@ -171,7 +171,7 @@ impl<'a> Context<'a> {
         charges: &'a [Charge],
         month: YearMonth,
         config: &'a Config,
-        zones: &'a Zones,
+        platforms: &'a Platforms,
     ) -> crate::Result<Self> {
         let mut known: HashMap<&str, Span> = HashMap::new();
         let mut first_seen: HashMap<(&str, &str), DateTime<Utc>> = HashMap::new();
@@ -201,7 +201,7 @@ impl<'a> Context<'a> {
             known,
             first_seen,
             rates,
-            zones,
+            platforms,
         })
     }
 
@@ -219,7 +219,7 @@ impl<'a> Context<'a> {
 
     /// The zone the platform cuts its days and months in.
     pub fn zone(&self, platform: &str) -> Tz {
-        self.zones.of(platform)
+        self.platforms.zone(platform)
     }
 
     /// The month as UTC instants, cut in the platform's zone.
@@ -255,7 +255,7 @@ impl<'a> Context<'a> {
 /// [`audit_in`] for other platforms). A sum of money that would not fit exactly is an
 /// [`crate::ErrorKind::Overflow`], never a rounded total.
 pub fn audit(charges: &[Charge], month: YearMonth, config: &Config) -> crate::Result<Vec<Finding>> {
-    audit_in(RULES, charges, month, config, &Zones::default())
+    audit_in(RULES, charges, month, config, &Platforms::default())
 }
 
 /// Runs the given rules with the built-in profiles' zones (see [`audit_in`]).
@@ -265,10 +265,11 @@ pub fn audit_with(
     month: YearMonth,
     config: &Config,
 ) -> crate::Result<Vec<Finding>> {
-    audit_in(rules, charges, month, config, &Zones::default())
+    audit_in(rules, charges, month, config, &Platforms::default())
 }
 
-/// Runs the given rules, cutting each platform's days and months in its zone from `zones`:
+/// Runs the given rules, cutting each platform's days and months in its zone from
+/// `platforms`:
 /// claims in order, drops findings under `min_amount`, and orders the result by amount,
 /// largest first.
 pub fn audit_in(
@@ -276,9 +277,9 @@ pub fn audit_in(
     charges: &[Charge],
     month: YearMonth,
     config: &Config,
-    zones: &Zones,
+    platforms: &Platforms,
 ) -> crate::Result<Vec<Finding>> {
-    let ctx = Context::new(charges, month, config, zones)?;
+    let ctx = Context::new(charges, month, config, platforms)?;
     let mut claimed: HashSet<ChargeId> = HashSet::new();
     let mut out = Vec::new();
     for rule in rules {

@@ -29,11 +29,12 @@ mod parser;
 mod registry;
 mod schema;
 
+pub use crate::charge::UnitPriceOf;
 pub use compile::SpecProfile;
 use compile::*;
 use parser::*;
 pub use registry::{builtin, load_dir, with_extra};
 pub use schema::{
     ClassRule, Classifier, ColumnSpec, Direction, Extract, GpuModel, OneOrMany, PeriodSpec,
-    ProfileSpec, ResourceRule, SignSpec, SpanRule, TimeRule, TimesSpec, UnitPriceOf,
+    ProfileSpec, ResourceRule, SignSpec, SpanRule, TimeRule, TimesSpec,
 };

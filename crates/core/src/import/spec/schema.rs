@@ -3,7 +3,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::charge::{Category, Kind, Pricing};
+use crate::charge::{Category, Kind, Pricing, UnitPriceOf};
 use crate::parse::DecimalSeparator;
 
 /// A bill format, as written in a profile file.
@@ -97,17 +97,6 @@ impl OneOrMany {
             OneOrMany::Many(ks) => ks.clone(),
         }
     }
-}
-
-/// The money a unit price multiplies to (see [`ProfileSpec::unit_price_of`]).
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum UnitPriceOf {
-    /// The list cost where the row has one, else the billed cost.
-    #[default]
-    ListCost,
-    /// The billed cost.
-    BilledCost,
 }
 
 pub(super) fn is_list_cost(of: &UnitPriceOf) -> bool {

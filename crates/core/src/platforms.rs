@@ -1,0 +1,76 @@
+//! What the rules need to know of each platform, as the profile that imported it says: the
+//! zone its days and months are cut in, and the money its unit prices multiply to.
+//!
+//! These are facts of a platform's bills, known to the profile that read them; the rules get
+//! them from here rather than looking a profile up by name, so that a user profile's
+//! platform is cut in the user profile's zone (`zone = "Asia/Shanghai"`), not in UTC. The
+//! ledger records the facts of every file it imports ([`crate::ledger::Store::platforms`]);
+//! [`Platforms::of_profiles`] gives those of a list of profiles. A platform no one describes
+//! is cut in UTC and prices its list cost.
+//!
+//! This module knows profiles only as a source of these facts: waste and reconcile depend on
+//! it, never on import.
+
+use std::collections::BTreeMap;
+
+use chrono_tz::Tz;
+
+use crate::charge::UnitPriceOf;
+use crate::import::Profile;
+
+/// The facts of platforms, by platform.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Platforms {
+    zones: BTreeMap<String, Tz>,
+    unit_price_of: BTreeMap<String, UnitPriceOf>,
+}
+
+impl Default for Platforms {
+    /// The facts of the built-in profiles' platforms.
+    fn default() -> Self {
+        Platforms::of_profiles(crate::import::profiles())
+    }
+}
+
+impl Platforms {
+    /// No platform described: every platform is cut in UTC and prices its list cost.
+    pub fn none() -> Self {
+        Platforms { zones: BTreeMap::new(), unit_price_of: BTreeMap::new() }
+    }
+
+    /// The facts of `profiles`' platforms, a later profile winning for a platform named twice.
+    pub fn of_profiles(profiles: &[&'static dyn Profile]) -> Self {
+        let mut platforms = Platforms::none();
+        for p in profiles {
+            platforms.set_zone(p.platform(), p.zone());
+            platforms.unit_price_of.insert(p.platform().to_owned(), p.unit_price_of());
+        }
+        platforms
+    }
+
+    /// Says that `platform` is cut in `zone`.
+    pub fn set_zone(&mut self, platform: &str, zone: Tz) {
+        self.zones.insert(platform.to_owned(), zone);
+    }
+
+    /// Says what `platform`'s unit prices multiply to.
+    pub fn set_unit_price_of(&mut self, platform: &str, of: UnitPriceOf) {
+        self.unit_price_of.insert(platform.to_owned(), of);
+    }
+
+    /// Adds the facts of `other`, which win where both describe a platform.
+    pub fn extend(&mut self, other: &Platforms) {
+        self.zones.extend(other.zones.iter().map(|(p, z)| (p.clone(), *z)));
+        self.unit_price_of.extend(other.unit_price_of.iter().map(|(p, u)| (p.clone(), *u)));
+    }
+
+    /// The zone of `platform`: UTC when no one said.
+    pub fn zone(&self, platform: &str) -> Tz {
+        self.zones.get(platform).copied().unwrap_or(chrono_tz::UTC)
+    }
+
+    /// What `platform`'s unit prices multiply to: the list cost when no one said.
+    pub fn unit_price_of(&self, platform: &str) -> UnitPriceOf {
+        self.unit_price_of.get(platform).copied().unwrap_or_default()
+    }
+}
