@@ -349,3 +349,24 @@ fn verify_finds_missing_files_wrong_row_counts_and_repeated_ids() {
         ]
     );
 }
+
+#[test]
+fn the_library_audits_and_reconciles_a_month_choosing_what_it_reads() {
+    let (_dir, store) = ledger();
+    let outcome = store
+        .import(&[fixture("aliyun/valid/r005_footer_mismatch.csv")], &ImportOptions::default())
+        .unwrap();
+    let mismatch = &outcome.files[0].footer_mismatches;
+    assert_eq!(mismatch.len(), 1, "the import outcome carries the footer that disagrees");
+    assert_eq!((mismatch[0].expected, mismatch[0].actual), (dec!(620.00), dec!(621.63)));
+    let may = YearMonth::new(2024, 5).unwrap();
+    let found = store.reconcile(may, gpuaudit_core::reconcile::CHECKS, Default::default()).unwrap();
+    assert_eq!(found.len(), 1);
+    assert_eq!((found[0].code, found[0].difference), ("R005", dec!(1.63)));
+    let config = gpuaudit_core::config::Config::default();
+    let platforms = gpuaudit_core::platforms::Platforms::default();
+    let findings = store.audit(may, &config, gpuaudit_core::waste::RULES, &platforms).unwrap();
+    let charges = store.load(&LoadFilter::default()).unwrap();
+    let direct = gpuaudit_core::waste::audit(&charges, may, &config).unwrap();
+    assert_eq!(findings, direct);
+}

@@ -6,7 +6,6 @@ use std::process::ExitCode;
 use gpuaudit_core::import::spec::SpecProfile;
 use gpuaudit_core::import::{Profile, Progress};
 use gpuaudit_core::ledger::{ImportOptions, Store};
-use gpuaudit_core::reconcile::footers_of;
 use gpuaudit_core::report::money_text;
 
 use crate::render::{Align, emit, table, warn};
@@ -51,25 +50,20 @@ pub fn run(
         bar.finish_and_clear();
     }
     let outcome = outcome?;
-    for f in &outcome.files {
-        let r = &f.report;
-        for footer in footers_of(&r.path, r.profile, &r.control_totals, &r.totals) {
-            if footer.expected != footer.actual {
-                warn(&format!(
-                    "warning: {}: the footer {} says {}, the rows add up to {} {} (difference {})",
-                    footer.location,
-                    footer.label,
-                    money_text(footer.expected),
-                    money_text(footer.actual),
-                    footer.currency,
-                    money_text(gpuaudit_core::money::sub(
-                        footer.actual,
-                        footer.expected,
-                        "a footer's difference"
-                    )?)
-                ));
-            }
-        }
+    for footer in outcome.files.iter().flat_map(|f| &f.footer_mismatches) {
+        warn(&format!(
+            "warning: {}: the footer {} says {}, the rows add up to {} {} (difference {})",
+            footer.location,
+            footer.label,
+            money_text(footer.expected),
+            money_text(footer.actual),
+            footer.currency,
+            money_text(gpuaudit_core::money::sub(
+                footer.actual,
+                footer.expected,
+                "a footer's difference"
+            )?)
+        ));
     }
     let mut out = String::new();
     for f in &outcome.files {

@@ -13,10 +13,8 @@ use std::process::ExitCode;
 
 use gpuaudit_core::YearMonth;
 use gpuaudit_core::config::Config;
-use gpuaudit_core::ledger::{LoadFilter, Store};
-use gpuaudit_core::reconcile::{
-    self, Discrepancy, Measure, ReconcileInput, footers_of, read_statement,
-};
+use gpuaudit_core::ledger::Store;
+use gpuaudit_core::reconcile::{self, Discrepancy, Measure, ReconcileInput, read_statement};
 use gpuaudit_core::report::{duration_text, money_text};
 use rust_decimal::Decimal;
 
@@ -86,26 +84,10 @@ pub fn run(
     )?;
     let mut input = ReconcileInput { config: config.clone(), ..Default::default() };
     input.platforms = gpuaudit_core::platforms::Platforms::of_profiles(profiles);
-    input.platforms.extend(&store.platforms()?);
     for path in &args.statement {
         input.statements.extend(read_statement(path)?);
     }
-    let manifest = store.manifest()?;
-    let mut seen = std::collections::HashSet::new();
-    for source in manifest.batches.iter().flat_map(|b| &b.sources) {
-        if source.months.contains(&month.to_string()) && seen.insert(&source.sha256) {
-            input.footers.extend(footers_of(
-                &source.path,
-                &source.profile,
-                &source.control_totals,
-                &source.totals,
-            ));
-        }
-    }
-    // The balance chain follows whole files, so the months around this one are read too.
-    let months = vec![month.previous(), month, month.next()];
-    let charges = store.load(&LoadFilter { months })?;
-    let found = reconcile::check_with(&checks, &charges, month, &input)?;
+    let found = store.reconcile(month, &checks, input)?;
     let text = match args.format {
         Format::Csv => render_csv(&found),
         Format::Json => render_json(month, &found),

@@ -11,7 +11,7 @@ use std::process::ExitCode;
 
 use chrono::{DateTime, Utc};
 use gpuaudit_core::config::Config;
-use gpuaudit_core::ledger::{LoadFilter, Store};
+use gpuaudit_core::ledger::Store;
 use gpuaudit_core::platforms::Platforms;
 use gpuaudit_core::report::money_text;
 use gpuaudit_core::waste::{self, Finding, Rule};
@@ -56,22 +56,6 @@ fn cents(d: Decimal) -> String {
     money_text(d.round_dp_with_strategy(2, RoundingStrategy::MidpointAwayFromZero))
 }
 
-/// The months to load: the audited one and enough before it for the look-back windows.
-fn months_to_load(month: YearMonth, config: &Config) -> Vec<YearMonth> {
-    let days = config.waste.lookback_days.max(config.waste.snapshot_days) + 1;
-    let back = days.div_ceil(28) + 1;
-    let mut first = month;
-    for _ in 0..back {
-        first = first.previous();
-    }
-    let mut months = vec![first];
-    while *months.last().unwrap_or(&month) < month {
-        let next = months.last().unwrap_or(&month).next();
-        months.push(next);
-    }
-    months
-}
-
 /// Loads the month and its look-back, audits, renders.
 pub fn run(
     store: &Store,
@@ -87,11 +71,10 @@ pub fn run(
     let fail_over = args.fail_over.as_deref().map(|x| decimal_arg("--fail-over", x)).transpose()?;
     let rules =
         select(&args.rules, waste::RULES, waste::rule_by_code, "rule", "rules: W001 to W006")?;
-    let charges = store.load(&LoadFilter { months: months_to_load(month, &config) })?;
-    // The zones the ledger's files were imported in, over those of the profiles known here.
+    let findings = store.audit(month, &config, &rules, &Platforms::of_profiles(profiles))?;
+    // Local times are shown in the zone the ledger's files were imported in.
     let mut platforms = Platforms::of_profiles(profiles);
     platforms.extend(&store.platforms()?);
-    let findings = waste::audit_in(&rules, &charges, month, &config, &platforms)?;
     let totals = waste::totals(&findings)?;
     let text = match args.format {
         Format::Csv => render_csv(&findings),

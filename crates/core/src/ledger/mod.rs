@@ -44,6 +44,7 @@
 //!   manifest fail (as a full disk would): the batch's part files are then moved back out of
 //!   `charges/` (removed), and the import fails with the ledger as it was.
 
+mod cases;
 mod columns;
 mod manifest;
 mod part;
@@ -110,6 +111,9 @@ pub struct FileOutcome {
     pub new: u64,
     /// Charges already in the ledger (or earlier in this batch).
     pub duplicates: u64,
+    /// The file's footer totals that disagree with what its rows add up to (the file is
+    /// imported all the same; reconcile reports them as R005).
+    pub footer_mismatches: Vec<crate::reconcile::FooterTotal>,
 }
 
 /// Billed totals of new charges: (platform, category, currency) → (billed cost, charges).
@@ -273,7 +277,16 @@ impl Store {
                 totals: report.totals.clone(),
                 months: report.months.iter().map(ToString::to_string).collect(),
             });
-            outcomes.push(FileOutcome { report, new, duplicates });
+            let footer_mismatches = crate::reconcile::footers_of(
+                &report.path,
+                report.platform,
+                &report.control_totals,
+                &report.totals,
+            )
+            .into_iter()
+            .filter(|f| f.expected != f.actual)
+            .collect();
+            outcomes.push(FileOutcome { report, new, duplicates, footer_mismatches });
         }
         if failure.total > 0 {
             writer.abort();

@@ -196,6 +196,12 @@ impl<'a> Context<'a> {
     }
 }
 
+/// The months a reconciliation of `month` reads: the month and the ones around it, since the
+/// balance chain (R004) follows whole files, which may start or end in another month.
+pub fn months_to_read(month: YearMonth) -> Vec<YearMonth> {
+    vec![month.previous(), month, month.next()]
+}
+
 /// The check with `code`, case ignored.
 pub fn check_by_code(code: &str) -> Option<&'static dyn Check> {
     CHECKS.iter().copied().find(|c| c.code().eq_ignore_ascii_case(code))

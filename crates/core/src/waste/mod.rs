@@ -304,6 +304,24 @@ pub fn audit_in(
     Ok(out)
 }
 
+/// The months an audit of `month` reads: the month and enough before it for the look-back
+/// windows (the longer of `lookback_days` and `snapshot_days`, a day more, in months of 28
+/// days, and one more month).
+pub fn months_to_read(month: YearMonth, config: &Config) -> Vec<YearMonth> {
+    let days = config.waste.lookback_days.max(config.waste.snapshot_days) + 1;
+    let back = days.div_ceil(28) + 1;
+    let mut first = month;
+    for _ in 0..back {
+        first = first.previous();
+    }
+    let mut months = vec![first];
+    while *months.last().unwrap_or(&month) < month {
+        let next = months.last().unwrap_or(&month).next();
+        months.push(next);
+    }
+    months
+}
+
 /// The rule with `code`, case ignored.
 pub fn rule_by_code(code: &str) -> Option<&'static dyn Rule> {
     RULES.iter().copied().find(|r| r.code().eq_ignore_ascii_case(code))
