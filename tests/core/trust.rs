@@ -210,3 +210,21 @@ fn w005_uses_a_plan_price_seen_in_the_ledger() {
     let none = gpuaudit_core::waste::audit(&bill.charges, may, &Default::default()).unwrap();
     assert!(none.iter().all(|f| f.code != "W005"));
 }
+
+#[test]
+fn errors_say_where_and_keep_their_cause() {
+    use std::error::Error as _;
+    let err =
+        parse_bill(&fixture("focus/invalid/decimal_comma_in_billed_cost.csv"), None).err().unwrap();
+    let at = err.location().unwrap();
+    assert_eq!((at.line, at.column.as_deref()), (3, Some("BilledCost")));
+    assert!(!err.to_string().contains("--skip-invalid"), "no CLI words in the library: {err}");
+    let profile = SpecProfile::parse("name = ", std::path::Path::new("p.toml")).err().unwrap();
+    assert!(matches!(profile.kind(), ErrorKind::Profile { .. }));
+    assert!(profile.source().is_some(), "the TOML error is kept as the cause");
+    let config =
+        gpuaudit_core::config::Config::parse("[waste]\nnope = 1", std::path::Path::new("g.toml"))
+            .unwrap_err();
+    assert!(matches!(config.kind(), ErrorKind::Config { .. }) && config.source().is_some());
+    assert!(config.location().is_none());
+}

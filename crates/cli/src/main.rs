@@ -2,6 +2,7 @@
 #![allow(clippy::print_stderr)]
 
 mod cmd;
+mod hints;
 mod render;
 
 use std::path::PathBuf;
@@ -104,7 +105,7 @@ fn main() -> ExitCode {
     match result {
         Ok(code) => code,
         Err(e) => {
-            eprintln!("error: {e}");
+            eprintln!("error: {}", hints::with_hint(&e));
             ExitCode::from(2)
         }
     }

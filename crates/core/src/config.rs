@@ -128,7 +128,8 @@ impl Config {
     /// Parses a configuration file's text; `path` names it in errors.
     pub fn parse(text: &str, path: &Path) -> Result<Self> {
         toml::from_str(text).map_err(|e| {
-            ErrorKind::Usage(format!("{}: {}", path.display(), e.to_string().trim_end())).into()
+            let message = e.to_string().trim_end().to_owned();
+            ErrorKind::Config { path: path.to_owned(), message, source: e }.into()
         })
     }
 

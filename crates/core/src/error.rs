@@ -95,6 +95,47 @@ pub enum ErrorKind {
         /// Byte offset of the field in the file.
         offset: u64,
     },
+    /// A profile file is malformed.
+    #[error("profile {}: {message}", .path.display())]
+    Profile {
+        /// The profile file.
+        path: PathBuf,
+        /// What is wrong with it.
+        message: String,
+        /// The TOML reader's error, when the file is not the profile format at all.
+        #[source]
+        source: Option<toml::de::Error>,
+    },
+    /// The configuration file (`gpuaudit.toml`) is malformed.
+    #[error("{}: {message}", .path.display())]
+    Config {
+        /// The configuration file.
+        path: PathBuf,
+        /// What is wrong with it.
+        message: String,
+        /// The TOML reader's error.
+        #[source]
+        source: toml::de::Error,
+    },
+    /// A statement file could not be read as CSV.
+    #[error("{}: {source}", .path.display())]
+    Statement {
+        /// The statement file.
+        path: PathBuf,
+        /// The CSV reader's error.
+        #[source]
+        source: csv::Error,
+    },
+    /// A committed file of the ledger cannot be read.
+    #[error("ledger {}: {message}; the file is part of batch {batch}", .path.display())]
+    Unreadable {
+        /// The file.
+        path: PathBuf,
+        /// The batch that names it.
+        batch: String,
+        /// What went wrong.
+        message: String,
+    },
     /// A spreadsheet could not be read as a workbook.
     #[error("{}: {message}", .path.display())]
     Spreadsheet {
@@ -176,7 +217,7 @@ pub enum ErrorKind {
         #[source]
         source: polars::error::PolarsError,
     },
-    /// A command-line or configuration value is malformed.
+    /// A value given by the caller is malformed (a month, a key, a threshold).
     #[error("{0}")]
     Usage(String),
 }
@@ -194,9 +235,6 @@ fn unknown_format_message(location: &Location, header: &[String], closest: &[Nea
             near.missing.join(", ")
         ));
     }
-    s.push_str(
-        "\n  hint: name the format with --profile NAME, or write a profile file: `gpuaudit formats --show NAME` prints one to start from",
-    );
     s
 }
 
@@ -205,7 +243,7 @@ pub const MAX_LISTED_ROW_ERRORS: usize = 10;
 
 fn invalid_rows_message(errors: &[RowError], total: u64) -> String {
     let mut text = list_errors(errors, total);
-    text.push_str("\nnothing was imported (use --skip-invalid to import the valid rows)");
+    text.push_str("\nnothing was imported");
     text
 }
 
@@ -227,6 +265,20 @@ impl Error {
     /// What went wrong.
     pub fn kind(&self) -> &ErrorKind {
         &self.0
+    }
+
+    /// Where in an input the error is, when it is about one place: the first row of a list of
+    /// row problems, the header of an unknown format, the cell of an encoding error.
+    pub fn location(&self) -> Option<&Location> {
+        match &*self.0 {
+            ErrorKind::Encoding { location, .. }
+            | ErrorKind::UnknownFormat { location, .. }
+            | ErrorKind::Malformed { location, .. } => Some(location),
+            ErrorKind::InvalidRows { errors, .. } | ErrorKind::InvalidLines { errors, .. } => {
+                errors.first().map(|e| &e.location)
+            }
+            _ => None,
+        }
     }
 
     /// The error's kind, by value.

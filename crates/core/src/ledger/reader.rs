@@ -90,21 +90,17 @@ impl Store {
     }
 }
 
-/// The error of a committed file that cannot be read, with the way out: which batch it is
-/// part of, and how to take that batch out.
+/// The error of a committed file that cannot be read, naming the batch that names it (the
+/// way out is to take that batch out).
 pub(super) fn unreadable(e: Error, batch: &str) -> Error {
-    let repair = format!(
-        "; the file is part of batch {batch}: `gpuaudit ledger --remove {batch}` takes the batch \
-         out (import its bills again after), `gpuaudit ledger --verify` checks every file"
-    );
-    match e.into_kind() {
-        ErrorKind::Ledger { path, message } => Error::ledger(path, message + &repair),
-        ErrorKind::Parquet { path, source } => {
-            Error::ledger(path, format!("parquet: {source}{repair}"))
-        }
-        ErrorKind::Io { path, source } => Error::ledger(path, format!("{source}{repair}")),
-        other => other.into(),
-    }
+    let batch = batch.to_owned();
+    let (path, message) = match e.into_kind() {
+        ErrorKind::Ledger { path, message } => (path, message),
+        ErrorKind::Parquet { path, source } => (path, format!("parquet: {source}")),
+        ErrorKind::Io { path, source } => (path, source.to_string()),
+        other => return other.into(),
+    };
+    ErrorKind::Unreadable { path, batch, message }.into()
 }
 
 pub(super) fn read_parquet(

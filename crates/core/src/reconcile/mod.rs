@@ -268,7 +268,7 @@ pub fn read_statement(path: &Path) -> Result<Vec<StatementLine>> {
     let want = ["platform", "account", "month", "currency", "total"];
     let header: Vec<String> = reader
         .headers()
-        .map_err(|e| Error::from(ErrorKind::Usage(format!("{}: {e}", path.display()))))?
+        .map_err(|source| Error::from(ErrorKind::Statement { path: path.to_owned(), source }))?
         .iter()
         .map(|h| h.trim().trim_start_matches('\u{feff}').to_owned())
         .collect();
@@ -282,8 +282,9 @@ pub fn read_statement(path: &Path) -> Result<Vec<StatementLine>> {
     let mut lines = Vec::new();
     let mut errors = Vec::new();
     for record in reader.records() {
-        let record = record
-            .map_err(|e| Error::from(ErrorKind::Usage(format!("{}: {e}", path.display()))))?;
+        let record = record.map_err(|source| {
+            Error::from(ErrorKind::Statement { path: path.to_owned(), source })
+        })?;
         let n = record.position().map_or(0, |p| p.line());
         let cell = |i: usize| record.get(i).unwrap_or("").trim();
         let at = |column: &str, message: String| RowError {

@@ -101,7 +101,7 @@ impl<'s> Keys<'s> {
 
     /// What is wrong with the profile file.
     fn bad(&self, message: String) -> crate::Error {
-        ErrorKind::Usage(format!("profile {}: {message}", self.path.display())).into()
+        ErrorKind::Profile { path: self.path.to_owned(), message, source: None }.into()
     }
 
     /// The column of `key`, which the profile uses.
@@ -250,9 +250,11 @@ impl SpecProfile {
     /// zone, the ledger fields' columns, the period, the times, the instance regexes, the
     /// resource rules, the classifiers, and the columns the rest name.
     pub fn parse(text: &str, path: &Path) -> Result<&'static SpecProfile> {
-        let bad = |m: String| ErrorKind::Usage(format!("profile {}: {m}", path.display()));
-        let spec: ProfileSpec =
-            toml::from_str(text).map_err(|e| bad(e.to_string().trim_end().to_owned()))?;
+        let spec: ProfileSpec = toml::from_str(text).map_err(|e| ErrorKind::Profile {
+            path: path.to_owned(),
+            message: e.to_string().trim_end().to_owned(),
+            source: Some(e),
+        })?;
         let keys = Keys::of(&spec, path);
         if let Some(c) = spec.columns.iter().find(|c| c.aliases.is_empty()) {
             return Err(keys.bad(format!("column `{}` has no aliases", c.key)));
