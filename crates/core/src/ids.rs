@@ -5,8 +5,8 @@
 //! ([`IN_MEMORY`] ids, about 35 MB). When the map is full and the index has a spill folder, its
 //! ids are sorted and written to a run file (20 bytes an id), a sparse fence of every
 //! [`FENCE`]-th id stays in memory, and every id goes into a fixed 32 MiB blocked Bloom filter.
-//! A thread of its own does that, while the index goes on with a second map (the whole import
-//! waited a quarter of a second for each spill otherwise); until the run is written, the
+//! A thread of its own does that, while the index goes on with a second map (so that the
+//! import pipeline never stops for a spill); until the run is written, the
 //! spilled ids are looked up in the map they were spilled from.
 //! A lookup that misses the maps asks the filter, and only when the filter says "maybe" reads
 //! one block of a run, newest run first. Memory is thus bounded whatever the size of the file
@@ -18,8 +18,8 @@
 //! A fresh import finds nothing in the runs and reads none. A file imported again finds every
 //! id there: a run read from more than a thousand times is then read whole into memory (at
 //! most 128 MB of runs), and a known id found in it takes its new owner in place, so the map
-//! does not fill up with the file's ids again (measured: re-importing a 1 GB export took 43 s
-//! reading a block per id, 10.6 s so).
+//! does not fill up with the file's ids again (a read of a block per id costs far more than a
+//! lookup in memory; README, Development, gives the re-import figures).
 //!
 //! Each id carries the serial of the last file that claimed it (0: committed before the
 //! batch), which tells the three answers of [`IdIndex::claim`] apart: new, known from before,
@@ -77,9 +77,9 @@ struct Run {
 }
 
 /// Block reads after which a run is read whole into memory. A file imported again finds
-/// every id known (reading a block of every newer run on the way), and a read per id cost
-/// 2.7 µs of system time here (43 s for 4.3 M ids), where a lookup in memory costs a fraction
-/// of that. The filter keeps a fresh import from reading runs at all: it loads nothing.
+/// every id known (reading a block of every newer run on the way), and a system call per id
+/// costs many lookups in memory. The filter keeps a fresh import from reading runs at all: it
+/// loads nothing.
 const LOAD_AFTER_READS: usize = 1024;
 /// Bytes of runs held in memory at most (6.7 M ids); runs beyond it are read a block a time.
 const LOADED_BYTES: usize = 128 << 20;
@@ -340,8 +340,8 @@ impl IdIndex {
 
     /// Hands the map to a thread that writes its ids, sorted, to a new run file and sets
     /// their bits in the filter, and goes on with an empty map: the ids being written are
-    /// looked up in the handed map until the run is done. A spill took a quarter of a second
-    /// of the calling thread, during which the whole import pipeline waited for it.
+    /// looked up in the handed map until the run is done: sorting and writing a full map on
+    /// the calling thread would stop the whole import pipeline.
     fn spill(&mut self) -> Result<()> {
         let Some(dir) = self.spill_dir.clone() else { return Ok(()) };
         self.settle()?;

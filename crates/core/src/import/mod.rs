@@ -20,7 +20,7 @@
 //! batch's Parquet columns while the charges are still in the CPU's cache (`Encoder`),
 //! drops the charges there, and sees only each charge's `Facts` on the calling thread;
 //! moving and freeing half a kilobyte a row across threads cost more than building the
-//! columns (measured with `perf`, see `benches/vs_duckdb.py`).
+//! columns (`benches/vs_duckdb.py` measures the import).
 //!
 //! At most 8 batches of 2,048 records exist at once; the id index is bounded too (see
 //! [`crate::ids`]). What grows with the file is, for AutoDL only, its compute rows (the

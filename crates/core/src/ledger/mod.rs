@@ -24,13 +24,12 @@
 //!   [`FLUSH_ROWS`] rows, written by a second thread while parsing goes on. Memory is bounded
 //!   whatever the size of the input: the id index (two maps of about 35 MB, a 32 MiB filter
 //!   once it spills), three buffers of [`FLUSH_ROWS`] charges and the import pipeline's
-//!   batches (measured with the CLI, whose allocator keeps freed memory: 172–202 MB peak for
-//!   a 100 MB FOCUS export, 298–335 MB for 1 GB, 314–316 MB for 3 GB).
+//!   batches (the README's Development section gives the peak memory of the benchmark).
 //! - Part files are written by the `part` module, which chooses each column's encoding from
 //!   what the ledger knows of it, past the page cache (`crate::direct`), and compressed with
 //!   LZ4 (the `LZ4_RAW` codec; DuckDB, polars and Spark read it), but for the ids, which LZ4
-//!   cannot shrink. zstd made the files half the size but cost a tenth of an import's CPU
-//!   time: the ledger of a 1 GB FOCUS export is 211 MB so, 108 MB with zstd.
+//!   cannot shrink: zstd makes the files about half the size, for about a tenth more of an
+//!   import's CPU time, and import speed is what this ledger is chosen for.
 //! - The partition month is the charge's billing period.
 //! - Part files are written under `tmp/<batch>/` and moved into their partitions only at
 //!   commit, just before the manifest is replaced: a program that reads
