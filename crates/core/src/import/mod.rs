@@ -33,6 +33,7 @@ mod pipeline;
 mod profile;
 mod source;
 pub mod spec;
+mod spend;
 mod split;
 mod spreadsheet;
 

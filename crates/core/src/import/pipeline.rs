@@ -11,6 +11,7 @@ use rust_decimal::Decimal;
 
 use super::decode::FileCtx;
 use super::source::{BillSource, Next, RecordBatch, Row};
+use super::spend::SpendTable;
 use super::{
     Deliver, Encoded, Encoder, Facts, FileReport, Header, NewEncoder, Parsed, Profile, Progress,
     RowParser, Spend, Window, profiles,
@@ -340,11 +341,7 @@ impl Tally {
             _ => None,
         });
         sink.ids().0.warm(first_ids);
-        // Spend of the batch by currency, category and whether the charge is new, and the last
-        // month seen: added up once a batch. The file's totals take every charge of a
-        // currency, the sink's only the new ones.
-        let categories = Category::ALL.len();
-        let mut spend = vec![(Decimal::ZERO, 0u64); slot.currencies.len() * categories * 2];
+        let mut spend = SpendTable::new(slot.currencies.len());
         let mut month = None;
         for outcome in slot.outcomes.drain(..) {
             match outcome {
@@ -358,10 +355,7 @@ impl Tally {
                         Facts { platform: self.platform, billing_period: row.billing_period };
                     let new = self.charge(seed, facts, parsed, sink)?;
                     if row.spend {
-                        let group = (currency * categories + row.category as usize) * 2;
-                        let group = &mut spend[group + usize::from(new)];
-                        group.0 = money::add(group.0, row.billed_cost, "a file's spend")?;
-                        group.1 += 1;
+                        spend.add(currency, row.category, new, row.billed_cost)?;
                     }
                 }
                 Outcome::Reject(error, cells) => {
@@ -371,18 +365,12 @@ impl Tally {
                 Outcome::Nothing => {}
             }
         }
-        for (currency, groups) in slot.currencies.iter().zip(spend.chunks(categories * 2)) {
-            for (&category, known_new) in Category::ALL.iter().zip(groups.chunks(2)) {
-                let (billed, charges) = known_new[1];
-                if charges > 0 {
-                    let platform = self.platform;
-                    sink.spent(Spend { platform, category, currency, billed, charges })?;
-                }
+        for (n, currency) in slot.currencies.iter().enumerate() {
+            for (category, billed, charges) in spend.new_of(n) {
+                let platform = self.platform;
+                sink.spent(Spend { platform, category, currency, billed, charges })?;
             }
-            if groups.iter().all(|g| g.1 == 0) {
-                continue;
-            }
-            let amount = money::sum(groups.iter().map(|g| g.0), "a file's spend")?;
+            let Some(amount) = spend.total_of(n)? else { continue };
             match self.totals.get_mut(currency.as_str()) {
                 Some(total) => *total = money::add(*total, amount, "a file's spend")?,
                 None => {
