@@ -134,24 +134,10 @@ impl Writer {
 
     /// A writer for a dry run on a ledger that does not exist: nothing is created.
     pub(super) fn detached(root: &Path) -> Self {
-        Writer {
-            root: root.to_owned(),
-            _lock: None,
-            manifest: Manifest { version: 1, batches: Vec::new() },
-            known: IdIndex::spilling(
-                std::env::temp_dir().join(format!("gpuaudit-dry-run-{}", std::process::id())),
-                crate::ids::IN_MEMORY,
-            ),
-            file: 0,
-            batch: "dry-run".into(),
-            buffers: BTreeMap::new(),
-            pending: Vec::new(),
-            parts: Vec::new(),
-            rejects: Vec::new(),
-            sources: Vec::new(),
-            totals: Totals::new(),
-            parquet: None,
-        }
+        let scratch = std::env::temp_dir().join(format!("gpuaudit-dry-run-{}", std::process::id()));
+        let known = IdIndex::spilling(scratch, crate::ids::IN_MEMORY);
+        let manifest = Manifest { version: 1, batches: Vec::new() };
+        Writer::new(root.to_owned(), None, manifest, known, "dry-run".into())
     }
 
     /// Counts a charge of the file being read; a new one is written when `write`.
