@@ -228,3 +228,59 @@ fn errors_say_where_and_keep_their_cause() {
     assert!(matches!(config.kind(), ErrorKind::Config { .. }) && config.source().is_some());
     assert!(config.location().is_none());
 }
+
+/// A program's own sink: it keeps the billed cost of each charge, by id, built on the
+/// parsing threads and handed over batch by batch in file order.
+#[derive(Default)]
+struct Costs {
+    ids: Vec<gpuaudit_core::ChargeId>,
+    kept: Vec<(gpuaudit_core::ChargeId, rust_decimal::Decimal)>,
+    rejects: usize,
+}
+
+impl gpuaudit_core::import::Sink for Costs {
+    type Batch = Vec<rust_decimal::Decimal>;
+    fn new_batch(capacity: usize) -> Self::Batch {
+        Vec::with_capacity(capacity)
+    }
+    fn push(batch: &mut Self::Batch, charge: &gpuaudit_core::Charge) {
+        batch.push(charge.billed_cost);
+    }
+    fn charge(
+        &mut self,
+        facts: &gpuaudit_core::import::Facts,
+        id: gpuaudit_core::ChargeId,
+        _new: bool,
+    ) -> gpuaudit_core::Result<()> {
+        assert_eq!(facts.platform, "autodl");
+        self.ids.push(id);
+        Ok(())
+    }
+    fn batch(&mut self, batch: Self::Batch) -> gpuaudit_core::Result<()> {
+        assert_eq!(batch.len(), self.ids.len(), "a batch comes after its charges");
+        self.kept.extend(self.ids.drain(..).zip(batch));
+        Ok(())
+    }
+    fn reject(
+        &mut self,
+        _error: gpuaudit_core::RowError,
+        _cells: Vec<String>,
+    ) -> gpuaudit_core::Result<()> {
+        self.rejects += 1;
+        Ok(())
+    }
+}
+
+#[test]
+fn a_program_reads_a_bill_into_a_sink_of_its_own() {
+    let mut sink = Costs::default();
+    let path = fixture("autodl/valid/two_days.csv");
+    let report = gpuaudit_core::read_bill(&path, None, &mut sink).unwrap();
+    assert_eq!((report.charges, sink.rejects), (7, 0));
+    let whole = parse_bill(&path, None).unwrap();
+    let mut want: Vec<_> = whole.charges.iter().map(|c| (c.id, c.billed_cost)).collect();
+    let mut got = sink.kept;
+    want.sort();
+    got.sort();
+    assert_eq!(got, want);
+}

@@ -16,11 +16,11 @@
 //!   identical rows needs file order; ids live in an [`IdIndex`] the sink owns), and hands
 //!   charges and rejects to the [`Sink`].
 //!
-//! The ledger does not take whole charges: its sink has the parsing threads build each
-//! batch's Parquet columns while the charges are still in the CPU's cache (`Encoder`),
-//! drops the charges there, and sees only each charge's `Facts` on the calling thread;
-//! moving and freeing half a kilobyte a row across threads cost more than building the
-//! columns (`benches/vs_duckdb.py` measures the import).
+//! A sink takes each batch in its own form ([`Sink::Batch`]), built on the parsing threads
+//! while the charges are still in the CPU's cache: the ledger's is its Parquet columns, so
+//! that only each charge's [`Facts`] and id cross to the calling thread (moving and freeing
+//! half a kilobyte a row across threads cost more than building the columns); a program that
+//! reads a bill whole keeps a `Vec<Charge>` ([`parse_bill`]).
 //!
 //! At most 8 batches of 2,048 records exist at once; the id index is bounded too (see
 //! [`crate::ids`]). What grows with the file is, for AutoDL only, its compute rows (the
@@ -57,22 +57,51 @@ use crate::charge::{Category, Charge, ChargeId, YearMonth};
 use crate::error::{ErrorKind, Result, RowError};
 use crate::ids::IdIndex;
 
-/// Where the reader sends what it finds.
+/// Where the reader sends what it finds: the one protocol between the import pipeline and
+/// whatever keeps the charges (the ledger's column builder, a `Vec<Charge>` for a program
+/// that reads a bill whole, a test).
+///
+/// The parsing threads build each batch in the sink's own form while its charges are still
+/// in the CPU's cache ([`Sink::new_batch`], [`Sink::push`], [`Sink::seal`]); the calling
+/// thread then hands over, in file order, each charge's [`Facts`] with its id
+/// ([`Sink::charge`]) and, after them, the batch ([`Sink::batch`]).
 pub trait Sink {
-    /// A valid charge, its id set; `new` is false when the id was known (from the ledger, an
-    /// earlier file of the batch, or the same native id earlier in this file).
-    fn charge(&mut self, charge: Charge, new: bool) -> Result<()>;
+    /// A batch of charges in the sink's form, made on a parsing thread.
+    type Batch: Send;
+    /// An empty batch with room for `capacity` charges (on a parsing thread).
+    fn new_batch(capacity: usize) -> Self::Batch;
+    /// Takes one charge of a batch (on a parsing thread; its id is not known yet).
+    fn push(batch: &mut Self::Batch, charge: &Charge);
+    /// Finishes a batch on the parsing thread, before it is handed to the calling thread.
+    fn seal(_batch: &mut Self::Batch) -> Result<()> {
+        Ok(())
+    }
+    /// Called once per file, before its rows, with the file and its header names.
+    fn begin_file(&mut self, _path: &Path, _header: &[String]) -> Result<()> {
+        Ok(())
+    }
     /// The ids seen so far, and the serial of the file being read (from 1; see [`IdIndex`]),
     /// for a sink that deduplicates across files. By default each file is read with ids of
     /// its own: `new` is then false only for a native id repeated within the file.
     fn ids(&mut self) -> Option<(&mut IdIndex, u32)> {
         None
     }
+    /// A charge of the next batch, in file order: its facts, its id, and whether the id is
+    /// new (false when it was known: from the ledger, an earlier file of the batch, or the
+    /// same native id earlier in this file).
+    fn charge(&mut self, facts: &Facts, id: ChargeId, new: bool) -> Result<()>;
+    /// The batch whose charges were just handed to [`Sink::charge`], in the same order.
+    fn batch(&mut self, batch: Self::Batch) -> Result<()>;
     /// A row that could not be read, with its decoded cells.
     fn reject(&mut self, error: RowError, cells: Vec<String>) -> Result<()>;
-    /// Called once per file, before its rows, with the file and its header names.
-    fn begin_file(&mut self, _path: &Path, _header: &[String]) -> Result<()> {
+    /// The billed cost and number of the new spend charges of one category and currency of
+    /// the last batch: added up once a batch rather than a charge at a time.
+    fn spent(&mut self, _spend: Spend<'_>) -> Result<()> {
         Ok(())
+    }
+    /// Where to report how far reading has got.
+    fn progress(&self) -> Option<Progress> {
+        None
     }
 }
 
@@ -116,10 +145,10 @@ pub fn find_profile(name: &str) -> Result<&'static dyn Profile> {
 /// Reads one bill file into `sink`, choosing the profile by its header unless `profile` is
 /// given. Row problems go to [`Sink::reject`]; file-level problems (unreadable, empty,
 /// unknown format, bad encoding in the header) are returned as errors.
-pub fn read_bill(
+pub fn read_bill<S: Sink>(
     path: &Path,
     profile: Option<&'static dyn Profile>,
-    sink: &mut dyn Sink,
+    sink: &mut S,
 ) -> Result<FileReport> {
     read_bill_among(path, profile, &[], sink)
 }
@@ -128,61 +157,29 @@ pub fn read_bill(
 ///
 /// The file is read by a pipeline (see the module docs): one thread reads CSV records, one
 /// or more parse them, and the calling thread hands the charges to `sink` in file order.
-pub fn read_bill_among(
+pub fn read_bill_among<S: Sink>(
     path: &Path,
     profile: Option<&'static dyn Profile>,
     candidates: &[&'static dyn Profile],
-    sink: &mut dyn Sink,
+    sink: &mut S,
 ) -> Result<FileReport> {
-    let mut whole = Whole(sink, IdIndex::in_memory());
-    deliver_bill(path, profile, candidates, Window::default(), &mut whole)
+    deliver_bill(path, profile, candidates, Window::default(), sink)
 }
 
-/// What the pipeline hands its charges to: a [`Sink`] of whole charges, or (the ledger) a
-/// sink that takes each batch in its own form, made on the parsing threads ([`Encoder`]),
-/// and only the [`Facts`] of each charge on the calling thread.
-pub(crate) trait Deliver {
-    /// See [`Sink::begin_file`].
-    fn begin_file(&mut self, path: &Path, header: &[String]) -> Result<()>;
-    /// See [`Sink::ids`].
-    fn ids(&mut self) -> (&mut IdIndex, u32);
-    /// See [`Sink::reject`].
-    fn reject(&mut self, error: RowError, cells: Vec<String>) -> Result<()>;
-    /// How to encode batches on the parsing threads; `None` for whole charges.
-    fn encoding(&self) -> Option<NewEncoder>;
-    /// A charge, in file order: whole when there is no encoding, else only its facts.
-    fn charge(
-        &mut self,
-        facts: &Facts,
-        charge: Option<Charge>,
-        id: ChargeId,
-        new: bool,
-    ) -> Result<()>;
-    /// Where to report how far reading has got.
-    fn progress(&self) -> Option<Progress> {
-        None
-    }
-    /// The encoded form of the charges handed to [`Deliver::charge`] since the last call.
-    fn encoded(&mut self, _encoded: Encoded) -> Result<()> {
-        Ok(())
-    }
-    /// The billed cost and number of the new spend charges of one category and currency
-    /// among those handed to [`Deliver::charge`] since the last batch: added up once a batch
-    /// rather than a charge at a time.
-    fn spent(&mut self, _spend: Spend<'_>) -> Result<()> {
-        Ok(())
-    }
-}
-
-/// See [`Deliver::spent`].
-// The ledger reads it; without it nothing does.
-#[cfg_attr(not(feature = "store"), allow(dead_code))]
-pub(crate) struct Spend<'a> {
-    pub(crate) platform: &'static str,
-    pub(crate) category: Category,
-    pub(crate) currency: &'a str,
-    pub(crate) billed: Decimal,
-    pub(crate) charges: u64,
+/// The new spend charges of one platform, category and currency of a batch (see
+/// [`Sink::spent`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Spend<'a> {
+    /// The platform.
+    pub platform: &'static str,
+    /// The category.
+    pub category: Category,
+    /// The currency.
+    pub currency: &'a str,
+    /// Their billed cost.
+    pub billed: Decimal,
+    /// How many.
+    pub charges: u64,
 }
 
 /// How far reading a file has got: called on the reading thread with the file, the bytes
@@ -200,58 +197,14 @@ impl std::fmt::Debug for Progress {
     }
 }
 
-/// A batch of charges in a sink's own form.
-pub(crate) type Encoded = Box<dyn std::any::Any + Send>;
-/// Makes an empty [`Encoder`] with room for so many charges.
-pub(crate) type NewEncoder = fn(usize) -> Box<dyn Encoder>;
-
-/// Takes the charges of a batch one at a time, on a parsing thread, while they are in the
-/// CPU's cache; they are dropped right after, on the thread that made them.
-pub(crate) trait Encoder: Send {
-    /// Takes one charge (its id is not known yet).
-    fn push(&mut self, charge: &Charge);
-    /// The batch, encoded.
-    fn finish(self: Box<Self>) -> Result<Encoded>;
-}
-
-/// What the sink needs of a charge handed over in encoded form: where it is stored (totals
-/// come once a batch, through [`Deliver::spent`]).
-// The ledger reads them; without it nothing does.
-#[cfg_attr(not(feature = "store"), allow(dead_code))]
-pub(crate) struct Facts {
-    pub(crate) platform: &'static str,
-    pub(crate) billing_period: YearMonth,
-}
-
-/// A [`Sink`] of whole charges, as the pipeline sees it, with ids of its own for a sink that
-/// keeps none.
-struct Whole<'a>(&'a mut dyn Sink, IdIndex);
-
-impl Deliver for Whole<'_> {
-    fn begin_file(&mut self, path: &Path, header: &[String]) -> Result<()> {
-        self.0.begin_file(path, header)
-    }
-    fn ids(&mut self) -> (&mut IdIndex, u32) {
-        match self.0.ids() {
-            Some(ids) => ids,
-            None => (&mut self.1, 1),
-        }
-    }
-    fn reject(&mut self, error: RowError, cells: Vec<String>) -> Result<()> {
-        self.0.reject(error, cells)
-    }
-    fn encoding(&self) -> Option<NewEncoder> {
-        None
-    }
-    fn charge(&mut self, _: &Facts, charge: Option<Charge>, id: ChargeId, new: bool) -> Result<()> {
-        match charge {
-            Some(mut charge) => {
-                charge.id = id;
-                self.0.charge(charge, new)
-            }
-            None => Ok(()),
-        }
-    }
+/// What a sink is told of each charge on the calling thread (the charge itself is in the
+/// batch): where it is stored.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Facts {
+    /// The charge's platform.
+    pub platform: &'static str,
+    /// Its billing month.
+    pub billing_period: YearMonth,
 }
 
 /// A bill read whole into memory.
@@ -285,16 +238,32 @@ pub fn parse_bill(path: &Path, profile: Option<&'static dyn Profile>) -> Result<
     Ok(Bill { charges, report })
 }
 
+/// A sink that keeps every charge whole, known or not: the caller reads one bill as it is.
 #[derive(Default)]
 pub(crate) struct Collect {
     pub(crate) charges: Vec<Charge>,
     pub(crate) errors: Vec<RowError>,
+    /// The ids of the charges of the batch on its way, in order.
+    ids: Vec<ChargeId>,
 }
 
 impl Sink for Collect {
-    /// Every charge is kept, known or not: the caller reads one bill as it is.
-    fn charge(&mut self, charge: Charge, _new: bool) -> Result<()> {
-        self.charges.push(charge);
+    type Batch = Vec<Charge>;
+    fn new_batch(capacity: usize) -> Vec<Charge> {
+        Vec::with_capacity(capacity)
+    }
+    fn push(batch: &mut Vec<Charge>, charge: &Charge) {
+        batch.push(charge.clone());
+    }
+    fn charge(&mut self, _facts: &Facts, id: ChargeId, _new: bool) -> Result<()> {
+        self.ids.push(id);
+        Ok(())
+    }
+    fn batch(&mut self, batch: Vec<Charge>) -> Result<()> {
+        for (mut charge, id) in batch.into_iter().zip(self.ids.drain(..)) {
+            charge.id = id;
+            self.charges.push(charge);
+        }
         Ok(())
     }
     fn reject(&mut self, error: RowError, _cells: Vec<String>) -> Result<()> {

@@ -2,7 +2,6 @@
 //! it runs): a reader thread, parsing threads, and the calling thread that gives ids in file
 //! order and hands charges to the sink.
 
-use std::borrow::Cow;
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 
@@ -13,12 +12,11 @@ use super::decode::FileCtx;
 use super::source::{BillSource, Next, RecordBatch, Row};
 use super::spend::SpendTable;
 use super::{
-    Deliver, Encoded, Encoder, Facts, FileReport, Header, NewEncoder, Parsed, Profile, Progress,
-    RowParser, Spend, Window, profiles,
+    Facts, FileReport, Header, Parsed, Profile, Progress, RowParser, Sink, Spend, Window, profiles,
 };
 use crate::charge::{Category, ChargeId, YearMonth};
 use crate::error::{ErrorKind, Result, RowError};
-use crate::ids::Claim;
+use crate::ids::{Claim, IdIndex};
 use crate::money;
 
 /// [`Facts`] as a parsing thread records them: the currency is an index into its batch's
@@ -31,20 +29,19 @@ struct RowFacts {
     currency: u32,
 }
 
-/// [`read_bill_among`] into any [`Deliver`].
-pub(crate) fn deliver_bill(
+/// [`super::read_bill_among`], in the import window `window`.
+pub(crate) fn deliver_bill<S: Sink>(
     path: &Path,
     profile: Option<&'static dyn Profile>,
     candidates: &[&'static dyn Profile],
     window: Window,
-    sink: &mut dyn Deliver,
+    sink: &mut S,
 ) -> Result<FileReport> {
     let candidates = if candidates.is_empty() { profiles() } else { candidates };
     let mut source = BillSource::open(path, profile, candidates)?;
     source.set_window(window);
     let profile = source.profile();
     sink.begin_file(path, &source.header().names)?;
-    let encoding = sink.encoding();
     let progress = sink.progress();
     let size = std::fs::metadata(path).map_or(0, |m| m.len());
     let workers = if profile.rows_independent() {
@@ -57,11 +54,11 @@ pub(crate) fn deliver_bill(
     let contexts: Vec<_> = (0..workers).map(|_| source.ctx().fork(state)).collect();
     let (pool_tx, pool_rx) = channel::bounded(BATCHES_IN_FLIGHT);
     for _ in 0..BATCHES_IN_FLIGHT {
-        let slot = Slot::new(BATCH_ROWS);
+        let slot = Slot::<S::Batch>::new(BATCH_ROWS);
         let _ = pool_tx.send(slot);
     }
-    let (work_tx, work_rx) = channel::bounded::<(u64, Slot)>(workers);
-    let (done_tx, done_rx) = channel::unbounded::<FromWorker>();
+    let (work_tx, work_rx) = channel::bounded::<(u64, Slot<S::Batch>)>(workers);
+    let (done_tx, done_rx) = channel::unbounded::<FromWorker<S::Batch>>();
     let tally = std::thread::scope(|scope| {
         let reader = {
             let source = &mut source;
@@ -89,13 +86,13 @@ pub(crate) fn deliver_bill(
                 let mut scratch = None;
                 for (seq, mut slot) in work_rx {
                     let parser = &mut *parser;
-                    parse_batch(parser, &mut scratch, &ctx, header, profile, encoding, &mut slot);
+                    parse_batch::<S>(parser, &mut scratch, &ctx, header, profile, &mut slot);
                     if done_tx.send(FromWorker::Batch(seq, slot)).is_err() {
                         return;
                     }
                 }
                 let mut kept = Slot::new(0);
-                deliver_rows(parser.finish(), encoding, &mut kept);
+                deliver_rows::<S>(parser.finish(), &mut kept);
                 let _ = done_tx.send(FromWorker::Finish(worker, kept));
             });
         }
@@ -139,9 +136,8 @@ const MAX_WORKERS: usize = 4;
 
 /// What became of one record.
 enum Outcome {
-    /// A charge, with what its id is made from, its facts, and itself unless it was encoded
-    /// (boxed: the ledger's path, which encodes, then moves a hundred bytes a row, not 600).
-    Charge(IdSeed, RowFacts, Option<Box<Parsed>>),
+    /// A charge (in the slot's batch), with what its id is made from and its facts.
+    Charge(IdSeed, RowFacts),
     /// A row that could not be read, with its cells.
     Reject(RowError, Vec<String>),
     /// A row the parser kept back, or that carries no charge.
@@ -151,31 +147,31 @@ enum Outcome {
 /// A batch of records and what became of each, passed from the reader to a worker to the
 /// calling thread and back to the reader: its buffers are reused, never freed and allocated
 /// again (fresh memory costs page faults the kernel must zero).
-struct Slot {
+struct Slot<B> {
     records: RecordBatch,
     outcomes: Vec<Outcome>,
     /// The currencies of the batch's charges, in order of appearance.
     currencies: Vec<String>,
-    /// The batch's charges in the sink's form, when the sink has an [`Encoder`].
-    encoded: Option<Result<Encoded>>,
+    /// The batch's charges in the sink's form, sealed on the parsing thread.
+    batch: Option<Result<B>>,
 }
 
-impl Slot {
+impl<B> Slot<B> {
     fn new(records: usize) -> Self {
         Slot {
             records: RecordBatch::new(records),
             outcomes: Vec::new(),
             currencies: Vec::new(),
-            encoded: None,
+            batch: None,
         }
     }
 }
 
-enum FromWorker {
+enum FromWorker<B> {
     /// A batch parsed, with its sequence number.
-    Batch(u64, Slot),
+    Batch(u64, Slot<B>),
     /// What a worker's parser kept back until the end of the file.
-    Finish(usize, Slot),
+    Finish(usize, Slot<B>),
 }
 
 /// The part of a charge's id that does not depend on the rows before it, made on the
@@ -199,19 +195,18 @@ fn seed(parsed: &Parsed) -> IdSeed {
     }
 }
 
-fn parse_batch(
+fn parse_batch<S: Sink>(
     parser: &mut dyn RowParser,
     scratch: &mut Option<Parsed>,
     ctx: &FileCtx,
     header: &Header,
     profile: &'static dyn Profile,
-    encoding: Option<NewEncoder>,
-    slot: &mut Slot,
+    slot: &mut Slot<S::Batch>,
 ) {
     let batch = std::mem::replace(&mut slot.records, RecordBatch::new(0));
     ctx.set_state(batch.state);
     let columns = profile.columns();
-    let mut out = Outcomes::start(encoding, slot);
+    let mut out = Outcomes::<S>::start(slot);
     for record in &batch.records[..batch.len] {
         let line = record.position().map_or(0, |p| p.line());
         let row = Row { ctx, record, header, columns, line, whole: ctx.whole(record) };
@@ -219,7 +214,7 @@ fn parse_batch(
             Next::Bad(error, cells) => Outcome::Reject(error, cells),
             Next::Row(row) => match parser.parse_into(&row, scratch) {
                 Ok(true) => match scratch {
-                    Some(parsed) => out.charge(Cow::Borrowed(parsed)),
+                    Some(parsed) => out.charge(parsed),
                     None => Outcome::Nothing,
                 },
                 Ok(false) => Outcome::Nothing,
@@ -233,31 +228,32 @@ fn parse_batch(
 }
 
 /// Fills `slot` with the outcomes of `rows`, charges the parser kept back until the end.
-fn deliver_rows(rows: Vec<Parsed>, encoding: Option<NewEncoder>, slot: &mut Slot) {
-    let mut out = Outcomes::start(encoding, slot);
-    for parsed in rows {
-        let outcome = out.charge(Cow::Owned(parsed));
+fn deliver_rows<S: Sink>(rows: Vec<Parsed>, slot: &mut Slot<S::Batch>) {
+    let mut out = Outcomes::<S>::start(slot);
+    for parsed in &rows {
+        let outcome = out.charge(parsed);
         out.slot.outcomes.push(outcome);
     }
     out.finish();
 }
 
-/// A slot being filled with outcomes on a parsing thread, and the encoder of its charges.
-struct Outcomes<'s> {
-    slot: &'s mut Slot,
-    encoder: Option<Box<dyn Encoder>>,
+/// A slot being filled with outcomes on a parsing thread, and the sink's batch of its
+/// charges.
+struct Outcomes<'s, S: Sink> {
+    slot: &'s mut Slot<S::Batch>,
+    batch: S::Batch,
 }
 
-impl<'s> Outcomes<'s> {
-    fn start(encoding: Option<NewEncoder>, slot: &'s mut Slot) -> Self {
+impl<'s, S: Sink> Outcomes<'s, S> {
+    fn start(slot: &'s mut Slot<S::Batch>) -> Self {
         slot.currencies.clear();
         slot.outcomes.clear();
-        Outcomes { slot, encoder: encoding.map(|new| new(BATCH_ROWS)) }
+        Outcomes { slot, batch: S::new_batch(BATCH_ROWS) }
     }
 
-    /// The outcome of a charge: encoded here when the sink has an encoding, else handed on
-    /// whole (copied when borrowed: the parser keeps it to fill it again).
-    fn charge(&mut self, parsed: Cow<'_, Parsed>) -> Outcome {
+    /// The outcome of a charge, which goes into the sink's batch here, while it is in the
+    /// CPU's cache.
+    fn charge(&mut self, parsed: &Parsed) -> Outcome {
         let c = &parsed.charge;
         let currencies = &mut self.slot.currencies;
         let currency = match currencies.iter().rposition(|cur| *cur == c.currency) {
@@ -274,23 +270,18 @@ impl<'s> Outcomes<'s> {
             billed_cost: c.billed_cost,
             currency: currency as u32,
         };
-        let seed = seed(&parsed);
-        match &mut self.encoder {
-            Some(encoder) => {
-                encoder.push(c);
-                Outcome::Charge(seed, facts, None)
-            }
-            None => Outcome::Charge(seed, facts, Some(Box::new(parsed.into_owned()))),
-        }
+        let seed = seed(parsed);
+        S::push(&mut self.batch, c);
+        Outcome::Charge(seed, facts)
     }
 
     fn finish(self) {
-        self.slot.encoded = self.encoder.map(|e| e.finish());
+        let mut batch = self.batch;
+        self.slot.batch = Some(S::seal(&mut batch).map(|()| batch));
     }
 }
 
 /// What the calling thread counted while handing charges to the sink.
-#[derive(Default)]
 struct Tally {
     /// The profile's name, the platform of every charge.
     platform: &'static str,
@@ -298,18 +289,17 @@ struct Tally {
     rejected: u64,
     totals: BTreeMap<String, Decimal>,
     months: BTreeSet<YearMonth>,
+    /// The file's ids, for a sink that keeps none.
+    own_ids: IdIndex,
 }
 
 impl Tally {
-    fn charge(
-        &mut self,
-        seed: IdSeed,
-        facts: Facts,
-        parsed: Option<Box<Parsed>>,
-        sink: &mut dyn Deliver,
-    ) -> Result<bool> {
+    fn charge<S: Sink>(&mut self, seed: IdSeed, facts: Facts, sink: &mut S) -> Result<bool> {
         self.charges += 1;
-        let (index, file) = sink.ids();
+        let (index, file) = match sink.ids() {
+            Some(ids) => ids,
+            None => (&mut self.own_ids, 1),
+        };
         let (id, new) = match seed {
             IdSeed::Native(id) => (id, index.claim(id.0, file)? == Claim::New),
             // The occurrence number of a row among identical rows of the file: the first
@@ -330,22 +320,25 @@ impl Tally {
                 })
                 .unwrap_or(Ok((ChargeId(0), false)))?,
         };
-        sink.charge(&facts, parsed.map(|p| p.charge), id, new)?;
+        sink.charge(&facts, id, new)?;
         Ok(new)
     }
 
-    /// Hands a slot's outcomes to `sink`, then its encoded batch.
-    fn slot(&mut self, slot: &mut Slot, sink: &mut dyn Deliver) -> Result<()> {
+    /// Hands a slot's outcomes to `sink`, then its batch.
+    fn slot<S: Sink>(&mut self, slot: &mut Slot<S::Batch>, sink: &mut S) -> Result<()> {
         let first_ids = slot.outcomes.iter().filter_map(|outcome| match outcome {
             Outcome::Charge(IdSeed::Native(id) | IdSeed::Content(_, id), ..) => Some(id.0),
             _ => None,
         });
-        sink.ids().0.warm(first_ids);
+        match sink.ids() {
+            Some((index, _)) => index.warm(first_ids),
+            None => self.own_ids.warm(first_ids),
+        }
         let mut spend = SpendTable::new(slot.currencies.len());
         let mut month = None;
         for outcome in slot.outcomes.drain(..) {
             match outcome {
-                Outcome::Charge(seed, row, parsed) => {
+                Outcome::Charge(seed, row) => {
                     let currency = row.currency as usize;
                     if month != Some(row.billing_period) {
                         month = Some(row.billing_period);
@@ -353,7 +346,7 @@ impl Tally {
                     }
                     let facts =
                         Facts { platform: self.platform, billing_period: row.billing_period };
-                    let new = self.charge(seed, facts, parsed, sink)?;
+                    let new = self.charge(seed, facts, sink)?;
                     if row.spend {
                         spend.add(currency, row.category, new, row.billed_cost)?;
                     }
@@ -378,8 +371,8 @@ impl Tally {
                 }
             }
         }
-        match slot.encoded.take() {
-            Some(encoded) => sink.encoded(encoded?),
+        match slot.batch.take() {
+            Some(batch) => sink.batch(batch?),
             None => Ok(()),
         }
     }
@@ -387,15 +380,22 @@ impl Tally {
 
 /// Hands the workers' outcomes to `sink` in file order, returning each batch's buffers to
 /// the reader; then what the parsers kept back, worker by worker.
-fn consume(
-    done: channel::Receiver<FromWorker>,
-    pool: channel::Sender<Slot>,
+fn consume<S: Sink>(
+    done: channel::Receiver<FromWorker<S::Batch>>,
+    pool: channel::Sender<Slot<S::Batch>>,
     platform: &'static str,
-    sink: &mut dyn Deliver,
+    sink: &mut S,
 ) -> Result<Tally> {
-    let mut tally = Tally { platform, ..Tally::default() };
+    let mut tally = Tally {
+        platform,
+        charges: 0,
+        rejected: 0,
+        totals: BTreeMap::new(),
+        months: BTreeSet::new(),
+        own_ids: IdIndex::in_memory(),
+    };
     let mut next = 0u64;
-    let mut waiting: BTreeMap<u64, Slot> = BTreeMap::new();
+    let mut waiting: BTreeMap<u64, Slot<S::Batch>> = BTreeMap::new();
     let mut kept = Vec::new();
     for message in done {
         match message {

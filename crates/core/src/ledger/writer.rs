@@ -15,7 +15,7 @@ use super::{FLUSH_ROWS, ImportOptions, MANIFEST_TMP, TMP, Totals, io, part, sync
 use crate::charge::{Charge, ChargeId, YearMonth};
 use crate::error::{Error, ErrorKind, MAX_LISTED_ROW_ERRORS, Result, RowError};
 use crate::ids::IdIndex;
-use crate::import::{self, Deliver, Facts, Spend};
+use crate::import::{self, Facts, Sink, Spend};
 
 /// The first row problems of a batch, kept for the error message.
 #[derive(Default)]
@@ -89,20 +89,15 @@ fn write_part(path: &Path, frame: &mut DataFrame) -> Result<()> {
     io(path, file.sync_all())
 }
 
-/// The columns of a batch of charges, made on a parsing thread.
-impl import::Encoder for FrameBuilder {
-    fn push(&mut self, charge: &Charge) {
-        FrameBuilder::push(self, charge);
-    }
-    fn finish(self: Box<Self>) -> Result<import::Encoded> {
-        let frame = FrameBuilder::finish(*self)
-            .map_err(|source| ErrorKind::Parquet { path: PathBuf::from("charges"), source })?;
-        Ok(Box::new(frame))
-    }
-}
-
-fn new_frame_builder(capacity: usize) -> Box<dyn import::Encoder> {
-    Box::new(FrameBuilder::new(capacity))
+/// A batch of charges as the ledger keeps them: their columns, built on a parsing thread
+/// while the charges are in the CPU's cache, and turned into a frame there too.
+pub(crate) enum Columns {
+    /// Charges are being added.
+    Building(FrameBuilder),
+    /// Sealed: the frame of the batch.
+    Built(DataFrame),
+    /// Between the two.
+    Moved,
 }
 
 impl Writer {
@@ -436,25 +431,43 @@ pub(super) struct BatchSink<'a> {
     pub(super) path: PathBuf,
 }
 
-impl Deliver for BatchSink<'_> {
+impl Sink for BatchSink<'_> {
+    type Batch = Columns;
+
+    fn new_batch(capacity: usize) -> Columns {
+        Columns::Building(FrameBuilder::new(capacity))
+    }
+
+    fn push(batch: &mut Columns, charge: &Charge) {
+        if let Columns::Building(builder) = batch {
+            builder.push(charge);
+        }
+    }
+
+    fn seal(batch: &mut Columns) -> Result<()> {
+        if let Columns::Building(builder) = std::mem::replace(batch, Columns::Moved) {
+            let frame = builder
+                .finish()
+                .map_err(|source| ErrorKind::Parquet { path: PathBuf::from("charges"), source })?;
+            *batch = Columns::Built(frame);
+        }
+        Ok(())
+    }
+
     fn begin_file(&mut self, _path: &Path, header: &[String]) -> Result<()> {
         self.header = header.to_vec();
         Ok(())
     }
 
-    fn ids(&mut self) -> (&mut IdIndex, u32) {
-        (&mut self.writer.known, self.writer.file)
-    }
-
-    fn encoding(&self) -> Option<import::NewEncoder> {
-        Some(new_frame_builder)
+    fn ids(&mut self) -> Option<(&mut IdIndex, u32)> {
+        Some((&mut self.writer.known, self.writer.file))
     }
 
     fn progress(&self) -> Option<import::Progress> {
         self.options.progress.clone()
     }
 
-    fn charge(&mut self, facts: &Facts, _: Option<Charge>, id: ChargeId, new: bool) -> Result<()> {
+    fn charge(&mut self, facts: &Facts, id: ChargeId, new: bool) -> Result<()> {
         if new {
             self.new += 1;
         } else {
@@ -469,10 +482,10 @@ impl Deliver for BatchSink<'_> {
         self.writer.add_spend(spend)
     }
 
-    fn encoded(&mut self, encoded: import::Encoded) -> Result<()> {
-        match encoded.downcast::<DataFrame>() {
-            Ok(frame) => self.writer.add_frame(*frame),
-            Err(_) => Err(Error::ledger(&self.writer.root, "a batch came encoded in another form")),
+    fn batch(&mut self, batch: Columns) -> Result<()> {
+        match batch {
+            Columns::Built(frame) => self.writer.add_frame(frame),
+            _ => Err(Error::ledger(&self.writer.root, "a batch of charges came unsealed")),
         }
     }
 
