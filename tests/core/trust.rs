@@ -1,17 +1,14 @@
 //! Regression tests of the trust issue: money read wrong or lost with exit 0, inputs that
 //! take the machine, rows that break the ledger. Each is named after the defect it pins down.
 
-use gpuaudit_core::import::spec::SpecProfile;
+use gpuaudit_core::import::Profile;
 use gpuaudit_core::{ErrorKind, parse_bill};
 use rust_decimal_macros::dec;
 
 use crate::fixture;
 
 /// The row errors of a bill that must be refused.
-fn row_errors(
-    rel: &str,
-    profile: Option<&'static dyn gpuaudit_core::import::Profile>,
-) -> Vec<String> {
+fn row_errors(rel: &str, profile: Option<&'static gpuaudit_core::import::Profile>) -> Vec<String> {
     match parse_bill(&fixture(rel), profile).map(|_| ()).unwrap_err().into_kind() {
         ErrorKind::InvalidRows { errors, .. } => errors.iter().map(ToString::to_string).collect(),
         other => panic!("{rel}: {other}"),
@@ -39,7 +36,7 @@ fn decimal_commas_are_not_read_as_thousands_separators() {
 
 #[test]
 fn a_profile_with_a_decimal_comma_reads_semicolon_separated_bills() {
-    let profile = SpecProfile::load(&fixture("eurocloud/eurocloud.toml")).unwrap();
+    let profile = Profile::load(&fixture("eurocloud/eurocloud.toml")).unwrap();
     let bill =
         parse_bill(&fixture("eurocloud/valid/semicolon_decimal_comma.csv"), Some(profile)).unwrap();
     let billed: Vec<_> = bill.charges.iter().map(|c| c.billed_cost).collect();
@@ -54,16 +51,16 @@ fn a_profile_with_a_decimal_comma_reads_semicolon_separated_bills() {
 }
 
 /// A profile file of the least the README asks for, with `extra` columns.
-fn minimal_profile(extra: &str) -> &'static SpecProfile {
+fn minimal_profile(extra: &str) -> &'static Profile {
     let text = format!(
         "name = \"mini\"\ncurrency = \"USD\"\nzone = \"UTC\"\n\n\
          [[columns]]\nkey = \"posted\"\naliases = [\"When\"]\nrequired = true\n\n\
          [[columns]]\nkey = \"billed_cost\"\naliases = [\"Cost\"]\nrequired = true\n{extra}"
     );
-    SpecProfile::parse(&text, std::path::Path::new("mini.toml")).unwrap()
+    Profile::parse(&text, std::path::Path::new("mini.toml")).unwrap()
 }
 
-fn one_charge(profile: &'static SpecProfile, header: &str, row: &str) -> gpuaudit_core::Charge {
+fn one_charge(profile: &'static Profile, header: &str, row: &str) -> gpuaudit_core::Charge {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("mini.csv");
     std::fs::write(&path, format!("When,Cost{header}\n2024-05-03 10:00:00,1.25{row}\n")).unwrap();
@@ -84,7 +81,7 @@ fn a_profile_file_without_times_and_description_is_read_with_the_defaults() {
     assert_eq!(c.billing_period.to_string(), "2024-05");
     let no_time =
         "name = \"t\"\nzone = \"UTC\"\n[[columns]]\nkey = \"billed_cost\"\naliases = [\"Cost\"]\n";
-    let err = SpecProfile::parse(no_time, std::path::Path::new("t.toml")).err().unwrap();
+    let err = Profile::parse(no_time, std::path::Path::new("t.toml")).err().unwrap();
     assert!(err.to_string().contains("no column has the key `charge_start` or `posted`"), "{err}");
 }
 
@@ -219,7 +216,7 @@ fn errors_say_where_and_keep_their_cause() {
     let at = err.location().unwrap();
     assert_eq!((at.line, at.column.as_deref()), (3, Some("BilledCost")));
     assert!(!err.to_string().contains("--skip-invalid"), "no CLI words in the library: {err}");
-    let profile = SpecProfile::parse("name = ", std::path::Path::new("p.toml")).err().unwrap();
+    let profile = Profile::parse("name = ", std::path::Path::new("p.toml")).err().unwrap();
     assert!(matches!(profile.kind(), ErrorKind::Profile { .. }));
     assert!(profile.source().is_some(), "the TOML error is kept as the cause");
     let config =

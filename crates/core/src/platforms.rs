@@ -39,7 +39,7 @@ impl Platforms {
     }
 
     /// The facts of `profiles`' platforms, a later profile winning for a platform named twice.
-    pub fn of_profiles(profiles: &[&'static dyn Profile]) -> Self {
+    pub fn of_profiles(profiles: &[&'static Profile]) -> Self {
         let mut platforms = Platforms::none();
         for p in profiles {
             platforms.set_zone(p.platform(), p.zone());

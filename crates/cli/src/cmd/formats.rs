@@ -18,11 +18,11 @@ pub struct FormatsArgs {
 
 /// Lists the profiles with the columns that identify each, or prints one.
 pub fn run(
-    profiles: &[&'static dyn Profile],
+    profiles: &[&'static Profile],
     args: FormatsArgs,
 ) -> Result<ExitCode, gpuaudit_core::Error> {
     if let Some(name) = &args.show {
-        let profile = profiles.iter().find(|p| p.name() == name).and_then(|p| p.as_spec());
+        let profile = profiles.iter().find(|p| p.name() == name);
         let Some(profile) = profile else {
             let known: Vec<&str> = profiles.iter().map(|p| p.name()).collect();
             return Err(usage(format!("no profile {name:?}; known: {}", known.join(", "))));

@@ -3,7 +3,6 @@
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use gpuaudit_core::import::spec::SpecProfile;
 use gpuaudit_core::import::{Profile, Progress};
 use gpuaudit_core::ledger::{ImportOptions, Store};
 use gpuaudit_core::report::money_text;
@@ -31,7 +30,7 @@ pub struct ImportArgs {
 pub fn run(
     store: &Store,
     config: &gpuaudit_core::config::Config,
-    profiles: &[&'static dyn Profile],
+    profiles: &[&'static Profile],
     args: ImportArgs,
 ) -> Result<ExitCode, gpuaudit_core::Error> {
     let profile = args.profile.as_deref().map(|p| resolve(profiles, p)).transpose()?;
@@ -145,12 +144,12 @@ fn progress_of(bar: indicatif::ProgressBar) -> Progress {
 
 /// A profile file (an existing file, or a name ending in `.toml`), else a registered name.
 fn resolve(
-    profiles: &[&'static dyn Profile],
+    profiles: &[&'static Profile],
     name: &str,
-) -> Result<&'static dyn Profile, gpuaudit_core::Error> {
+) -> Result<&'static Profile, gpuaudit_core::Error> {
     let path = std::path::Path::new(name);
     if path.is_file() || name.ends_with(".toml") {
-        return Ok(SpecProfile::load(path)?);
+        return Profile::load(path);
     }
     profiles.iter().copied().find(|p| p.name() == name).ok_or_else(|| {
         let known: Vec<&str> = profiles.iter().map(|p| p.name()).collect();

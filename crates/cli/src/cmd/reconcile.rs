@@ -71,7 +71,7 @@ fn measure(m: &Measure) -> &'static str {
 pub fn run(
     store: &Store,
     config: &Config,
-    profiles: &[&'static dyn gpuaudit_core::import::Profile],
+    profiles: &[&'static gpuaudit_core::import::Profile],
     args: ReconcileArgs,
 ) -> Result<ExitCode, gpuaudit_core::Error> {
     let month: YearMonth = args.month.parse().map_err(usage)?;

@@ -60,7 +60,7 @@ fn cents(d: Decimal) -> String {
 pub fn run(
     store: &Store,
     config: &Config,
-    profiles: &[&'static dyn gpuaudit_core::import::Profile],
+    profiles: &[&'static gpuaudit_core::import::Profile],
     args: WasteArgs,
 ) -> Result<ExitCode, gpuaudit_core::Error> {
     let month: YearMonth = args.month.parse().map_err(usage)?;

@@ -5,7 +5,8 @@
 use std::path::Path;
 
 use crate::error::{ErrorKind, Location, NearMiss, Result};
-use crate::import::profile::{Column, Profile};
+use crate::import::row::Column;
+use crate::import::spec::Profile;
 
 /// How many leading rows may hold the header.
 pub const HEADER_SEARCH_ROWS: usize = 20;
@@ -79,12 +80,12 @@ pub(crate) fn score(columns: &[Column], names: &[String]) -> (usize, Vec<String>
 /// every required column.
 pub(crate) fn choose(
     path: &Path,
-    pool: &[&'static dyn Profile],
+    pool: &[&'static Profile],
     rows: &[Vec<String>],
     lines: &[u64],
     forced: bool,
-) -> Result<(&'static dyn Profile, usize)> {
-    let mut best: Option<(usize, &'static dyn Profile, usize)> = None;
+) -> Result<(&'static Profile, usize)> {
+    let mut best: Option<(usize, &'static Profile, usize)> = None;
     let mut near: Vec<(usize, NearMiss, usize)> = Vec::new();
     for &profile in pool {
         let mut closest: Option<(usize, Vec<String>, usize)> = None;

@@ -31,6 +31,7 @@ mod header;
 mod input;
 mod pipeline;
 mod profile;
+mod row;
 mod source;
 pub mod spec;
 mod spend;
@@ -45,8 +46,10 @@ use rust_decimal::Decimal;
 pub use decode::{Encoding, Window};
 pub use header::{HEADER_SEARCH_ROWS, Header};
 pub use input::STDIN;
-pub use profile::{Column, Parsed, Profile, RowParser, profile_by_name, profiles};
-pub use source::{BillSource, ControlTotal, Next, Row};
+pub use profile::{profile_by_name, profiles};
+pub use row::{Column, Next, Row};
+pub use source::{BillSource, ControlTotal};
+pub use spec::{Parsed, Profile};
 pub use spreadsheet::MAX_SPREADSHEET_BYTES;
 
 use std::sync::Arc;
@@ -135,7 +138,7 @@ pub struct FileReport {
 }
 
 /// Resolves `--profile NAME` against the built-in registry.
-pub fn find_profile(name: &str) -> Result<&'static dyn Profile> {
+pub fn find_profile(name: &str) -> Result<&'static Profile> {
     profile_by_name(name).ok_or_else(|| {
         let known: Vec<&str> = profiles().iter().map(|p| p.name()).collect();
         ErrorKind::UnknownProfile { name: name.to_owned(), known: known.join(", ") }.into()
@@ -147,7 +150,7 @@ pub fn find_profile(name: &str) -> Result<&'static dyn Profile> {
 /// unknown format, bad encoding in the header) are returned as errors.
 pub fn read_bill<S: Sink>(
     path: &Path,
-    profile: Option<&'static dyn Profile>,
+    profile: Option<&'static Profile>,
     sink: &mut S,
 ) -> Result<FileReport> {
     read_bill_among(path, profile, &[], sink)
@@ -159,8 +162,8 @@ pub fn read_bill<S: Sink>(
 /// or more parse them, and the calling thread hands the charges to `sink` in file order.
 pub fn read_bill_among<S: Sink>(
     path: &Path,
-    profile: Option<&'static dyn Profile>,
-    candidates: &[&'static dyn Profile],
+    profile: Option<&'static Profile>,
+    candidates: &[&'static Profile],
     sink: &mut S,
 ) -> Result<FileReport> {
     deliver_bill(path, profile, candidates, Window::default(), sink)
@@ -227,7 +230,7 @@ pub struct Bill {
 /// let spend = gpuaudit_core::money::sum(spend, "the bill's spend")?;
 /// # Ok::<(), gpuaudit_core::Error>(())
 /// ```
-pub fn parse_bill(path: &Path, profile: Option<&'static dyn Profile>) -> Result<Bill> {
+pub fn parse_bill(path: &Path, profile: Option<&'static Profile>) -> Result<Bill> {
     let mut sink = Collect::default();
     let report = read_bill(path, profile, &mut sink)?;
     if !sink.errors.is_empty() {

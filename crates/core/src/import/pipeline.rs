@@ -9,11 +9,11 @@ use crossbeam_channel as channel;
 use rust_decimal::Decimal;
 
 use super::decode::FileCtx;
-use super::source::{BillSource, Next, RecordBatch, Row};
+use super::row::{Next, Row};
+use super::source::{BillSource, RecordBatch};
+use super::spec::Parser;
 use super::spend::SpendTable;
-use super::{
-    Facts, FileReport, Header, Parsed, Profile, Progress, RowParser, Sink, Spend, Window, profiles,
-};
+use super::{Facts, FileReport, Header, Parsed, Profile, Progress, Sink, Spend, Window, profiles};
 use crate::charge::{Category, ChargeId, YearMonth};
 use crate::error::{ErrorKind, Result, RowError};
 use crate::ids::{Claim, IdIndex};
@@ -32,8 +32,8 @@ struct RowFacts {
 /// [`super::read_bill_among`], in the import window `window`.
 pub(crate) fn deliver_bill<S: Sink>(
     path: &Path,
-    profile: Option<&'static dyn Profile>,
-    candidates: &[&'static dyn Profile],
+    profile: Option<&'static Profile>,
+    candidates: &[&'static Profile],
     window: Window,
     sink: &mut S,
 ) -> Result<FileReport> {
@@ -85,7 +85,7 @@ pub(crate) fn deliver_bill<S: Sink>(
                 let mut parser = profile.parser();
                 let mut scratch = None;
                 for (seq, mut slot) in work_rx {
-                    let parser = &mut *parser;
+                    let parser = &mut parser;
                     parse_batch::<S>(parser, &mut scratch, &ctx, header, profile, &mut slot);
                     if done_tx.send(FromWorker::Batch(seq, slot)).is_err() {
                         return;
@@ -196,11 +196,11 @@ fn seed(parsed: &Parsed) -> IdSeed {
 }
 
 fn parse_batch<S: Sink>(
-    parser: &mut dyn RowParser,
+    parser: &mut Parser<'_>,
     scratch: &mut Option<Parsed>,
     ctx: &FileCtx,
     header: &Header,
-    profile: &'static dyn Profile,
+    profile: &'static Profile,
     slot: &mut Slot<S::Batch>,
 ) {
     let batch = std::mem::replace(&mut slot.records, RecordBatch::new(0));

@@ -11,20 +11,19 @@
 //! - Spreadsheets are read with the same rules, converted row for row to CSV first; the
 //!   file's digest is of the spreadsheet's own bytes.
 
-use std::borrow::Cow;
 use std::io::{self, Read};
 use std::path::Path;
 
-use rust_decimal::Decimal;
 use sha2::{Digest, Sha256};
 
-use super::decode::{Encoding, FileCtx, Window, trim};
+use super::decode::{Encoding, FileCtx, Window};
 use super::header::{HEADER_SEARCH_ROWS, Header, choose, map_columns, refuse_repeated_columns};
 use super::input::{HashingReader, Opened, Sniffed, open_input, sniff};
+use super::row::{Next, Row};
+use super::spec::Profile;
 use super::split::{MAX_RECORD_BYTES, MAX_RECORD_LINES, READ_BYTES, Record, SplitError, Splitter};
 use super::spreadsheet::{MAX_SPREADSHEET_BYTES, is_spreadsheet, spreadsheet_as_csv};
-use crate::error::{Error, ErrorKind, Location, Result, RowError};
-use crate::import::profile::{Column, Profile};
+use crate::error::{Error, ErrorKind, Location, Result};
 
 pub use crate::charge::ControlTotal;
 
@@ -32,169 +31,13 @@ pub use crate::charge::ControlTotal;
 pub struct BillSource {
     ctx: FileCtx,
     reader: Splitter<HashingReader>,
-    profile: &'static dyn Profile,
+    profile: &'static Profile,
     header: Header,
     /// Rows read while looking for the header, after it (to hand out first).
     pending: std::collections::VecDeque<Record>,
     record: Record,
     control_totals: Vec<ControlTotal>,
     rows_read: u64,
-}
-
-/// One data row of a bill, with accessors that report problems at its location.
-pub struct Row<'a> {
-    pub(crate) ctx: &'a FileCtx,
-    pub(crate) record: &'a Record,
-    pub(crate) header: &'a Header,
-    pub(crate) columns: &'static [Column],
-    pub(crate) line: u64,
-    /// The record as text, when [`FileCtx::whole`] could read it so.
-    pub(crate) whole: Option<&'a str>,
-}
-
-impl<'a> Row<'a> {
-    /// 1-based line of the row.
-    pub fn line(&self) -> u64 {
-        self.line
-    }
-
-    /// The file the row is in.
-    pub fn path(&self) -> &Path {
-        &self.ctx.path
-    }
-
-    /// The years the row's times may fall in.
-    pub fn window(&self) -> Window {
-        self.ctx.window
-    }
-
-    /// Whether the file has the profile's column `col`.
-    pub(crate) fn has(&self, col: usize) -> bool {
-        self.header.map[col].is_some()
-    }
-
-    /// The header name of the profile's column `col`, or its first alias when absent.
-    pub(crate) fn column_name(&self, col: usize) -> &str {
-        match self.header.map[col] {
-            Some(i) => &self.header.names[i],
-            None => self.columns[col].aliases[0],
-        }
-    }
-
-    /// An error about column `col` of this row.
-    pub(crate) fn error(&self, col: usize, message: impl Into<String>) -> RowError {
-        RowError {
-            location: Location::line(&self.ctx.path, self.line).with_column(self.column_name(col)),
-            message: message.into(),
-        }
-    }
-
-    /// The trimmed text of column `col`; `None` when the column is absent or the cell empty.
-    pub(crate) fn text(&self, col: usize) -> Result<Option<Cow<'a, str>>, RowError> {
-        let Some(i) = self.header.map[col] else { return Ok(None) };
-        self.cell(i, col)
-    }
-
-    /// The header's columns that the profile does not read, as (index, name), in the order
-    /// of their names: what identity adds for rows without a native id.
-    pub(crate) fn unmapped(&self) -> Vec<(usize, String)> {
-        let mut out: Vec<(usize, String)> = (0..self.header.names.len())
-            .filter(|i| !self.header.map.contains(&Some(*i)))
-            .map(|i| (i, self.header.names[i].to_lowercase()))
-            .filter(|(_, name)| !name.is_empty())
-            .collect();
-        out.sort_by(|a, b| a.1.cmp(&b.1));
-        out
-    }
-
-    /// The trimmed text of the row's `i`-th cell, which is not one the profile reads; `None`
-    /// when it is empty or missing.
-    pub(crate) fn unmapped_cell(&self, i: usize) -> Result<Option<Cow<'a, str>>, RowError> {
-        self.cell(i, usize::MAX)
-    }
-
-    /// The trimmed text of the row's `i`-th cell; `col` names the profile's column in errors
-    /// (`usize::MAX`: the header's own name).
-    fn cell(&self, i: usize, col: usize) -> Result<Option<Cow<'a, str>>, RowError> {
-        if let Some(cell) = self.whole.and_then(|w| w.get(self.record.range(i)?)) {
-            return Ok(Some(trim(cell)).filter(|s| !s.is_empty()).map(Cow::Borrowed));
-        }
-        let Some(bytes) = self.record.get(i) else { return Ok(None) };
-        let offset = self.record.position().map_or(0, |p| p.byte());
-        // The column is named only when there is an error (naming it costs a lookup a cell).
-        let name = |row: &Self| match col {
-            usize::MAX => row.header.names.get(i).cloned().unwrap_or_default(),
-            _ => row.column_name(col).to_owned(),
-        };
-        let text =
-            self.ctx.decode(bytes, self.line, "", offset).map_err(|e| match e.into_kind() {
-                ErrorKind::Encoding { location, offset } => RowError {
-                    location: location.with_column(name(self)),
-                    message: format!("bytes at offset {offset} are neither UTF-8 nor GB18030"),
-                },
-                other => RowError {
-                    location: Location::line(&self.ctx.path, self.line),
-                    message: other.to_string(),
-                },
-            })?;
-        Ok(match text {
-            Cow::Borrowed(s) => Some(trim(s)).filter(|s| !s.is_empty()).map(Cow::Borrowed),
-            Cow::Owned(s) => {
-                let t = trim(&s);
-                (!t.is_empty()).then(|| Cow::Owned(t.to_owned()))
-            }
-        })
-    }
-
-    /// Column `col` as an amount written with `separator`; `None` for an empty/`-`/`NULL` cell.
-    pub(crate) fn amount(
-        &self,
-        col: usize,
-        format: crate::parse::NumberFormat,
-    ) -> Result<Option<Decimal>, RowError> {
-        match self.text(col)? {
-            None => Ok(None),
-            Some(t) => crate::parse::parse_amount_with(&t, format).map_err(|m| self.error(col, m)),
-        }
-    }
-
-    /// The label of a footer row of control totals: the first non-empty cell, when it starts
-    /// with 合计 / 总计 / 小计 / Total.
-    pub(crate) fn footer_label(&self) -> Option<String> {
-        let first = self.record.iter().find(|f| !f.iter().all(u8::is_ascii_whitespace))?;
-        if first.first().is_some_and(u8::is_ascii_digit) {
-            return None; // the common case: a date or an id
-        }
-        let text = self.ctx.decode(first, self.line, "", 0).ok()?;
-        let text = text.trim();
-        let lower = text.to_ascii_lowercase();
-        (["合计", "总计", "小计"].iter().any(|w| text.starts_with(w)) || lower.starts_with("total"))
-            .then(|| text.to_owned())
-    }
-
-    /// All cells of the row decoded, lossily where they cannot be (for reject files).
-    pub(crate) fn cells(&self) -> Vec<String> {
-        self.record
-            .iter()
-            .enumerate()
-            .map(|(i, b)| {
-                let name = self.header.names.get(i).map_or("", String::as_str);
-                self.ctx
-                    .decode(b, self.line, name, 0)
-                    .map(Cow::into_owned)
-                    .unwrap_or_else(|_| String::from_utf8_lossy(b).into_owned())
-            })
-            .collect()
-    }
-}
-
-/// What [`BillSource::next_row`] found. Cells beyond the header's last column have no name
-/// and so no meaning: they are ignored (exports often end rows with a stray cell).
-pub enum Next<'a> {
-    /// A data row.
-    Row(Row<'a>),
-    /// A row that is malformed as a whole (shorter than the header).
-    Bad(RowError, Vec<String>),
 }
 
 fn is_blank(record: &Record) -> bool {
@@ -206,8 +49,8 @@ impl BillSource {
     /// profile: `forced` if given, else the best-scoring one of `candidates`.
     pub fn open(
         path: &Path,
-        forced: Option<&'static dyn Profile>,
-        candidates: &[&'static dyn Profile],
+        forced: Option<&'static Profile>,
+        candidates: &[&'static Profile],
     ) -> Result<Self> {
         let Opened { head, mut rest, direct } = open_input(path)?;
         let (hashing, read_size, sniffed) = if is_spreadsheet(path, &head) {
@@ -272,7 +115,7 @@ impl BillSource {
                     .collect::<Result<Vec<_>>>()
             })
             .collect::<Result<_>>()?;
-        let pool: Vec<&'static dyn Profile> = match forced {
+        let pool: Vec<&'static Profile> = match forced {
             Some(p) => vec![p],
             None => candidates.to_vec(),
         };
@@ -311,7 +154,7 @@ impl BillSource {
     }
 
     /// The profile reading this file.
-    pub fn profile(&self) -> &'static dyn Profile {
+    pub fn profile(&self) -> &'static Profile {
         self.profile
     }
 
@@ -449,23 +292,6 @@ impl RecordBatch {
             len: 0,
             state: (Encoding::Utf8, false),
         }
-    }
-}
-
-impl<'a> Row<'a> {
-    /// The row as a data row, or as malformed when it is shorter than the header.
-    pub(crate) fn checked(self) -> Next<'a> {
-        let width = self.header.names.len();
-        let found = self.record.len();
-        if found < width {
-            let column = self.header.names[found].clone();
-            let error = RowError {
-                location: Location::line(&self.ctx.path, self.line).with_column(column),
-                message: format!("missing (the row has {found} fields, the header {width})"),
-            };
-            return Next::Bad(error, self.cells());
-        }
-        Next::Row(self)
     }
 }
 

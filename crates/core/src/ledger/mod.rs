@@ -85,9 +85,9 @@ const TMP: &str = "tmp";
 #[derive(Debug, Clone, Default)]
 pub struct ImportOptions {
     /// Read every file with this profile instead of detecting one.
-    pub profile: Option<&'static dyn Profile>,
+    pub profile: Option<&'static Profile>,
     /// The profiles detection chooses among (the built-in ones when empty).
-    pub candidates: Vec<&'static dyn Profile>,
+    pub candidates: Vec<&'static Profile>,
     /// Import the valid rows and write the invalid ones under `rejects/`.
     pub skip_invalid: bool,
     /// Read and count, write nothing.

@@ -1,4 +1,4 @@
-//! Compiling a [`ProfileSpec`] into a [`SpecProfile`]: columns by key, rules with column
+//! Compiling a [`ProfileSpec`] into a [`Profile`]: columns by key, rules with column
 //! indexes, regexes built, the default times and resource column chosen, step by step.
 
 use std::collections::HashMap;
@@ -9,7 +9,7 @@ use chrono_tz::Tz;
 use super::*;
 use crate::charge::{Category, Kind, Pricing};
 use crate::error::{ErrorKind, Result};
-use crate::import::profile::{Column, Profile, RowParser};
+use crate::import::row::Column;
 use crate::parse::NumberFormat;
 
 /// Column indexes of the ledger fields a profile maps.
@@ -60,7 +60,7 @@ pub(super) enum ResourceSource {
 }
 
 /// A profile compiled from a [`ProfileSpec`].
-pub struct SpecProfile {
+pub struct Profile {
     pub(super) spec: ProfileSpec,
     /// The file text it was read from (printed by `formats --show`).
     pub(super) source: String,
@@ -87,7 +87,7 @@ pub struct SpecProfile {
     pub(super) gpu_models: Vec<(usize, String, String)>,
 }
 
-/// The columns of a profile by key, for the steps of [`SpecProfile::parse`].
+/// The columns of a profile by key, for the steps of [`Profile::parse`].
 struct Keys<'s> {
     index: HashMap<&'s str, usize>,
     path: &'s Path,
@@ -244,12 +244,12 @@ pub(super) fn leak(s: &str) -> &'static str {
     Box::leak(s.to_owned().into_boxed_str())
 }
 
-impl SpecProfile {
+impl Profile {
     /// Compiles a profile file's text; `path` names it in errors. The steps, in order (the
     /// first problem found is the one reported): the TOML, the columns and their aliases, the
     /// zone, the ledger fields' columns, the period, the times, the instance regexes, the
     /// resource rules, the classifiers, and the columns the rest name.
-    pub fn parse(text: &str, path: &Path) -> Result<&'static SpecProfile> {
+    pub fn parse(text: &str, path: &Path) -> Result<&'static Profile> {
         let spec: ProfileSpec = toml::from_str(text).map_err(|e| ErrorKind::Profile {
             path: path.to_owned(),
             message: e.to_string().trim_end().to_owned(),
@@ -277,7 +277,7 @@ impl SpecProfile {
             [kind.columns_read(), category.columns_read(), pricing.columns_read()].concat();
         class_columns.sort_unstable();
         class_columns.dedup();
-        let profile = SpecProfile {
+        let profile = Profile {
             name: leak(&spec.name),
             platform: leak(spec.platform.as_deref().unwrap_or(&spec.name)),
             description: leak(&spec.description),
@@ -307,9 +307,9 @@ impl SpecProfile {
     }
 
     /// Reads and compiles a profile file.
-    pub fn load(path: &Path) -> Result<&'static SpecProfile> {
+    pub fn load(path: &Path) -> Result<&'static Profile> {
         let text = std::fs::read_to_string(path).map_err(|e| crate::Error::io(path, e))?;
-        SpecProfile::parse(&text, path)
+        Profile::parse(&text, path)
     }
 
     /// The profile as written.
@@ -323,27 +323,35 @@ impl SpecProfile {
     }
 }
 
-impl Profile for SpecProfile {
-    fn name(&self) -> &'static str {
+impl Profile {
+    /// Short stable name, used by `--profile`.
+    pub fn name(&self) -> &'static str {
         self.name
     }
-    fn platform(&self) -> &'static str {
+    /// The ledger's `platform` of the charges the profile reads (its name unless it says
+    /// otherwise).
+    pub fn platform(&self) -> &'static str {
         self.platform
     }
-    fn description(&self) -> &'static str {
+    /// One line saying what the format is.
+    pub fn description(&self) -> &'static str {
         self.description
     }
-    fn columns(&self) -> &'static [Column] {
+    /// The columns the profile reads.
+    pub fn columns(&self) -> &'static [Column] {
         self.columns
     }
-    fn billed_column(&self) -> Option<usize> {
+    /// Index in [`Profile::columns`] of the billed-cost column (read from footer rows).
+    pub fn billed_column(&self) -> Option<usize> {
         Some(self.fields.billed_cost)
     }
-    fn zone(&self) -> Tz {
+    /// The zone naive times are in, and where days and months are cut.
+    pub fn zone(&self) -> Tz {
         self.zone
     }
-    fn parser(&self) -> Box<dyn RowParser + '_> {
-        Box::new(SpecParser {
+    /// A parser for one file.
+    pub(crate) fn parser(&self) -> Parser<'_> {
+        Parser {
             profile: self,
             kept: Vec::new(),
             file: None,
@@ -353,18 +361,25 @@ impl Profile for SpecProfile {
             locations: self.instance.iter().map(|(_, _, re)| re.capture_locations()).collect(),
             texts: Vec::new(),
             unmapped: None,
-        })
+        }
     }
-    fn rows_independent(&self) -> bool {
+    /// Whether each row is read on its own (no rule looks at other rows): the rows of a big
+    /// file are then parsed on several threads. When false, one parser sees every row in order.
+    pub fn rows_independent(&self) -> bool {
         !self.spec.times.rules.iter().any(|r| r.span == SpanRule::SincePreviousRow)
     }
-    fn as_spec(&self) -> Option<&SpecProfile> {
-        Some(self)
-    }
-    fn unit_price_of(&self) -> UnitPriceOf {
+    /// The money a row's unit price times its quantity comes to.
+    pub fn unit_price_of(&self) -> UnitPriceOf {
         self.spec.unit_price_of
     }
-    fn number_format(&self) -> NumberFormat {
+    /// How the format writes numbers.
+    pub fn number_format(&self) -> NumberFormat {
         NumberFormat { decimal: self.spec.decimal_separator, grouping: self.spec.digit_grouping }
+    }
+}
+
+impl std::fmt::Debug for Profile {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "Profile({})", self.name)
     }
 }

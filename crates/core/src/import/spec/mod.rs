@@ -22,7 +22,7 @@
 //!    "posted"`), else of the start.
 //!
 //! Profiles live as long as the program: a loaded profile is leaked on purpose (a few KB),
-//! which lets every profile, built-in or not, be a `&'static dyn Profile`.
+//! which lets every profile, built-in or not, be a `&'static Profile`.
 
 mod compile;
 mod parser;
@@ -30,9 +30,10 @@ mod registry;
 mod schema;
 
 pub use crate::charge::UnitPriceOf;
-pub use compile::SpecProfile;
+pub use compile::Profile;
 use compile::*;
-use parser::*;
+pub use parser::Parsed;
+pub(crate) use parser::Parser;
 pub use registry::{builtin, load_dir, with_extra};
 pub use schema::{
     ClassRule, Classifier, ColumnSpec, Direction, Extract, GpuModel, OneOrMany, PeriodSpec,

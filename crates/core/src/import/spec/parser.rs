@@ -7,10 +7,31 @@ use std::collections::HashMap;
 use chrono::{DateTime, Datelike, Duration, Utc};
 
 use super::*;
+use crate::charge::Charge;
 use crate::charge::{Category, Kind, Pricing, YearMonth, local_midnight};
 use crate::error::{Result, RowError};
-use crate::import::profile::{Parsed, Profile, RowParser};
-use crate::import::source::Row;
+use crate::import::row::Row;
+
+/// A charge read from a row, with the row's native id when the format has one.
+#[derive(Debug, Clone)]
+pub struct Parsed {
+    /// The charge; its `id` is filled in by the reader.
+    pub charge: Charge,
+    /// The format's own row id (流水号 …), which then alone decides identity.
+    pub native_id: Option<String>,
+    /// For a row without a native id: a hash of its non-empty cells in columns the profile
+    /// does not read, by header name (`None` when there are none). Part of the row's content
+    /// identity, so that rows differing only there (a FOCUS export's own `Id`) stay apart
+    /// across the files of a split export.
+    pub unmapped: Option<u128>,
+}
+
+impl Parsed {
+    /// A charge with every field empty, for a parser to fill in place.
+    pub(crate) fn blank() -> Self {
+        Parsed { charge: Charge::blank(), native_id: None, unmapped: None }
+    }
+}
 
 /// Row values the rules see.
 pub(super) struct Facts<'r> {
@@ -99,8 +120,10 @@ pub(super) fn contains_ignore_ascii_case(hay: &str, needle: &str) -> bool {
     n.is_empty() || h.windows(n.len()).any(|w| w.eq_ignore_ascii_case(n))
 }
 
-pub(super) struct SpecParser<'p> {
-    pub(super) profile: &'p SpecProfile,
+/// Turns the rows of one file into charges, by a compiled profile. One parser reads one
+/// file.
+pub(crate) struct Parser<'p> {
+    pub(super) profile: &'p Profile,
     /// Rows whose span needs the previous row of their instance and category:
     /// (instance and category, start, longest span, parsed).
     pub(super) kept: Vec<(String, DateTime<Utc>, Option<u32>, Parsed)>,
@@ -141,7 +164,7 @@ pub(super) fn unmapped_key(
 /// The row's direction (`[sign] direction`): expense or income by the column's words; a row
 /// without the cell is an expense when its amount is negative.
 fn direction(
-    p: &SpecProfile,
+    p: &Profile,
     row: &Row<'_>,
     texts: &[Option<Cow<'_, str>>],
     billed: rust_decimal::Decimal,
@@ -163,7 +186,7 @@ fn direction(
 /// The instance (`[[instance]]`): the first capture of the first regex of the category that
 /// matches its column.
 fn find_instance<'t>(
-    p: &SpecProfile,
+    p: &Profile,
     locations: &mut [regex::CaptureLocations],
     texts: &'t [Option<Cow<'_, str>>],
     category: Category,
@@ -181,7 +204,7 @@ fn find_instance<'t>(
 /// The resource (`[[resource]]`): a column or a template of the instance, by category; else
 /// the `resource_id` column.
 fn resource_of<'t>(
-    p: &SpecProfile,
+    p: &Profile,
     texts: &'t [Option<Cow<'_, str>>],
     category: Category,
     instance: Option<&str>,
@@ -196,7 +219,7 @@ fn resource_of<'t>(
 }
 
 /// The GPU model of a compute row (`[[gpu_models]]`): by the prefix of a column.
-fn gpu_model<'p>(p: &'p SpecProfile, facts: &Facts<'_>, category: Category) -> Option<&'p str> {
+fn gpu_model<'p>(p: &'p Profile, facts: &Facts<'_>, category: Category) -> Option<&'p str> {
     if category != Category::Compute {
         return None;
     }
@@ -216,7 +239,7 @@ type Span = (DateTime<Utc>, DateTime<Utc>, Option<Option<u32>>);
 /// Distinct classifier inputs a parser remembers before it starts afresh.
 pub(super) const MAX_REMEMBERED_CLASSES: usize = 4096;
 
-impl SpecParser<'_> {
+impl Parser<'_> {
     /// Column `col` as a time, the last one read again when its text is unchanged.
     fn time(
         &mut self,
@@ -399,16 +422,17 @@ impl SpecParser<'_> {
     }
 }
 
-impl RowParser for SpecParser<'_> {
-    fn parse(&mut self, row: &Row<'_>) -> Result<Option<Parsed>, RowError> {
-        let mut out = None;
-        Ok(if self.parse_into(row, &mut out)? { out } else { None })
-    }
-
+impl Parser<'_> {
     /// A row into `out`, in the steps of the module docs: cells, money and sign, kind,
     /// category and pricing, instance and resource, times and span, billing period, GPU,
     /// the charge, its identity; a row whose span needs the next rows is kept back.
-    fn parse_into(&mut self, row: &Row<'_>, out: &mut Option<Parsed>) -> Result<bool, RowError> {
+    /// True when `out` holds the row's charge; false for a row kept back until
+    /// [`Parser::finish`] (its span needs the next rows) or that carries no charge.
+    pub(crate) fn parse_into(
+        &mut self,
+        row: &Row<'_>,
+        out: &mut Option<Parsed>,
+    ) -> Result<bool, RowError> {
         let p = self.profile;
         let f = &p.fields;
         let texts = self.cells(row)?;
@@ -497,7 +521,8 @@ impl RowParser for SpecParser<'_> {
         }
     }
 
-    fn finish(&mut self) -> Vec<Parsed> {
+    /// Hands out what the parser kept back, once the file has been read.
+    pub(crate) fn finish(&mut self) -> Vec<Parsed> {
         let mut rows = std::mem::take(&mut self.kept);
         rows.sort_by(|a, b| (&a.0, a.1).cmp(&(&b.0, b.1)));
         let mut previous: HashMap<String, DateTime<Utc>> = HashMap::new();

@@ -6,7 +6,6 @@ use std::sync::OnceLock;
 
 use super::*;
 use crate::error::Result;
-use crate::import::profile::Profile;
 
 pub(super) static BUILTIN_FILES: &[(&str, &str)] = &[
     ("autodl.toml", include_str!("../../../profiles/autodl.toml")),
@@ -20,13 +19,13 @@ pub(super) static BUILTIN_FILES: &[(&str, &str)] = &[
 ];
 
 /// The built-in profiles, compiled once from the files in `crates/core/profiles/`.
-pub fn builtin() -> &'static [&'static dyn Profile] {
-    static BUILTIN: OnceLock<Vec<&'static dyn Profile>> = OnceLock::new();
+pub fn builtin() -> &'static [&'static Profile] {
+    static BUILTIN: OnceLock<Vec<&'static Profile>> = OnceLock::new();
     BUILTIN.get_or_init(|| {
         BUILTIN_FILES
             .iter()
             .map(|(file, text)| {
-                let profile: &'static dyn Profile = SpecProfile::parse(text, Path::new(file))
+                let profile: &'static Profile = Profile::parse(text, Path::new(file))
                     .unwrap_or_else(|e| panic!("built-in profile {file} is broken: {e}"));
                 profile
             })
@@ -35,7 +34,7 @@ pub fn builtin() -> &'static [&'static dyn Profile] {
 }
 
 /// The profile files (`*.toml`) of a folder, in name order; none when it does not exist.
-pub fn load_dir(dir: &Path) -> Result<Vec<&'static SpecProfile>> {
+pub fn load_dir(dir: &Path) -> Result<Vec<&'static Profile>> {
     let entries = match std::fs::read_dir(dir) {
         Ok(entries) => entries,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
@@ -49,13 +48,13 @@ pub fn load_dir(dir: &Path) -> Result<Vec<&'static SpecProfile>> {
         }
     }
     paths.sort();
-    paths.iter().map(|p| SpecProfile::load(p)).collect()
+    paths.iter().map(|p| Profile::load(p)).collect()
 }
 
 /// The built-in profiles with `extra` added; an extra profile with a built-in's name
 /// replaces it.
-pub fn with_extra(extra: &[&'static SpecProfile]) -> Vec<&'static dyn Profile> {
-    let mut all: Vec<&'static dyn Profile> =
+pub fn with_extra(extra: &[&'static Profile]) -> Vec<&'static Profile> {
+    let mut all: Vec<&'static Profile> =
         builtin().iter().copied().filter(|b| !extra.iter().any(|e| e.name() == b.name())).collect();
     for &e in extra {
         all.push(e);
@@ -69,7 +68,7 @@ mod tests {
     use crate::import::profile_by_name;
 
     fn first_instance(profile: &str, texts: &[(&str, &str)]) -> Option<String> {
-        let p = profile_by_name(profile).and_then(|p| p.as_spec()).unwrap();
+        let p = profile_by_name(profile).unwrap();
         p.instance.iter().find_map(|(_, col, re)| {
             let key = p.columns[*col].key;
             let text = texts.iter().find(|(k, _)| *k == key)?.1;
@@ -133,8 +132,7 @@ mod tests {
             (base.replace("name = \"autodl\"", "nom = \"autodl\""), "unknown field `nom`"),
         ];
         for (text, want) in cases {
-            let err =
-                SpecProfile::parse(&text, path).err().map(|e| e.to_string()).unwrap_or_default();
+            let err = Profile::parse(&text, path).err().map(|e| e.to_string()).unwrap_or_default();
             assert!(err.starts_with("profile mine.toml: ") && err.contains(want), "{err}");
         }
     }
