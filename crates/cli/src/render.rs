@@ -43,11 +43,10 @@ pub fn warn(line: &str) {
 
 /// A text table with aligned columns.
 pub fn table(header: &[&str], align: &[Align], rows: &[Vec<String>]) -> String {
-    let rows: Vec<Vec<String>> =
-        rows.iter().map(|r| r.iter().map(|c| visible(c).into_owned()).collect()).collect();
-    let rows = &rows;
+    let rows: Vec<Vec<std::borrow::Cow<'_, str>>> =
+        rows.iter().map(|r| r.iter().map(|c| visible(c)).collect()).collect();
     let mut widths: Vec<usize> = header.iter().map(|h| h.chars().count()).collect();
-    for row in rows {
+    for row in &rows {
         for (w, cell) in widths.iter_mut().zip(row) {
             *w = (*w).max(display_width(cell));
         }
@@ -73,8 +72,8 @@ pub fn table(header: &[&str], align: &[Align], rows: &[Vec<String>]) -> String {
         s
     };
     let mut out = line(header.to_vec());
-    for row in rows {
-        out.push_str(&line(row.iter().map(String::as_str).collect()));
+    for row in &rows {
+        out.push_str(&line(row.iter().map(|c| c.as_ref()).collect()));
     }
     out
 }

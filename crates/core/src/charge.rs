@@ -465,27 +465,33 @@ impl Charge {
 /// Returns how many charges were linked.
 pub fn link_to_instances(charges: &mut [Charge]) -> usize {
     use std::collections::HashSet;
-    let instances: HashSet<(String, Option<String>, String)> = charges
+    // The instances are borrowed, not copied: this runs on every load of the ledger.
+    let instances: HashSet<(&str, Option<&str>, &str)> = charges
         .iter()
         .filter(|c| c.category == Category::Compute)
         .filter_map(|c| {
-            let id = c.instance_id.clone()?;
-            Some((c.platform.clone(), c.account.clone(), id))
+            Some((c.platform.as_str(), c.account.as_deref(), c.instance_id.as_deref()?))
         })
         .collect();
     if instances.is_empty() {
         return 0;
     }
-    let mut linked = 0;
-    for c in charges.iter_mut().filter(|c| c.instance_id.is_none()) {
-        let Some(resource) = &c.resource_id else { continue };
-        let key = (c.platform.clone(), c.account.clone(), resource.clone());
-        if instances.contains(&key) {
-            c.instance_id = Some(resource.clone());
-            linked += 1;
-        }
+    let linked: Vec<usize> = charges
+        .iter()
+        .enumerate()
+        .filter(|(_, c)| c.instance_id.is_none())
+        .filter(|(_, c)| {
+            c.resource_id.as_deref().is_some_and(|r| {
+                instances.contains(&(c.platform.as_str(), c.account.as_deref(), r))
+            })
+        })
+        .map(|(i, _)| i)
+        .collect();
+    drop(instances);
+    for &i in &linked {
+        charges[i].instance_id = charges[i].resource_id.clone();
     }
-    linked
+    linked.len()
 }
 
 #[cfg(test)]

@@ -83,7 +83,7 @@ pub fn run(
         "checks: R001 to R008",
     )?;
     let mut input = ReconcileInput { config: config.clone(), ..Default::default() };
-    input.platforms = gpuaudit_core::platforms::Platforms::of_profiles(profiles);
+    input.platforms = store.platforms_over(profiles)?;
     for path in &args.statement {
         input.statements.extend(read_statement(path)?);
     }

@@ -71,10 +71,9 @@ pub fn run(
     let fail_over = args.fail_over.as_deref().map(|x| decimal_arg("--fail-over", x)).transpose()?;
     let rules =
         select(&args.rules, waste::RULES, waste::rule_by_code, "rule", "rules: W001 to W006")?;
-    let findings = store.audit(month, &config, &rules, &Platforms::of_profiles(profiles))?;
-    // Local times are shown in the zone the ledger's files were imported in.
-    let mut platforms = Platforms::of_profiles(profiles);
-    platforms.extend(&store.platforms()?);
+    // The same facts cut the months and show local times.
+    let platforms = store.platforms_over(profiles)?;
+    let findings = store.audit(month, &config, &rules, &platforms)?;
     let totals = waste::totals(&findings)?;
     let text = match args.format {
         Format::Csv => render_csv(&findings),

@@ -177,7 +177,7 @@ impl SheetCsv {
             if i > 0 {
                 self.bytes.push(b',');
             }
-            if cell.contains([',', '"', '\n', '\r']) || (cells.len() == 1 && cell.is_empty()) {
+            if cell.contains([',', '"']) {
                 self.bytes.push(b'"');
                 self.bytes.extend_from_slice(cell.replace('"', "\"\"").as_bytes());
                 self.bytes.push(b'"');
@@ -224,11 +224,11 @@ pub(crate) fn stream_xlsx(
     // The sheet is opened here, so that a broken one is reported as the workbook's error.
     drop(book.worksheet_cells_reader(&sheet).map_err(|e| not_a_workbook(path, e))?);
     let (tx, rx) = crossbeam_channel::bounded::<Result<Vec<u8>, String>>(4);
-    let display = path.display().to_string();
     std::thread::spawn(move || {
         let sent = convert_xlsx(&mut book, &sheet, &tx);
         if let Err(message) = sent {
-            let _ = tx.send(Err(format!("not a readable workbook (XLSX): {message} ({display})")));
+            // The reader names the file: the error comes back as one reading it.
+            let _ = tx.send(Err(format!("not a readable workbook (XLSX): {message}")));
         }
     });
     Ok(ChannelReader { rx, chunk: Vec::new(), at: 0 })

@@ -12,9 +12,21 @@ use crate::reconcile::{self, Check, Discrepancy, ReconcileInput, footers_of};
 use crate::waste::{self, Finding, Rule};
 
 impl Store {
+    /// The facts of each platform: those the ledger recorded when it imported it, over those
+    /// of `profiles` (the profiles in use; a file imported before the facts were recorded says
+    /// nothing). What [`Store::audit`] and [`Store::reconcile`] take.
+    pub fn platforms_over(
+        &self,
+        profiles: &[&'static crate::import::Profile],
+    ) -> Result<Platforms> {
+        let mut platforms = Platforms::of_profiles(profiles);
+        platforms.extend(&self.platforms()?);
+        Ok(platforms)
+    }
+
     /// The waste findings of `month` by `rules`: reads the month and its look-back
-    /// ([`waste::months_to_read`]), each platform cut in the zone the ledger recorded for it,
-    /// over `platforms` (the facts of the profiles in use).
+    /// ([`waste::months_to_read`]), each platform cut in its zone from `platforms`
+    /// ([`Store::platforms_over`]).
     pub fn audit(
         &self,
         month: YearMonth,
@@ -23,22 +35,19 @@ impl Store {
         platforms: &Platforms,
     ) -> Result<Vec<Finding>> {
         let charges = self.load(&LoadFilter { months: waste::months_to_read(month, config) })?;
-        let mut platforms = platforms.clone();
-        platforms.extend(&self.platforms()?);
-        waste::audit_in(rules, &charges, month, config, &platforms)
+        waste::audit_in(rules, &charges, month, config, platforms)
     }
 
     /// The discrepancies of `month` by `checks`: reads the months around it
     /// ([`reconcile::months_to_read`]) and the footer totals of every file that billed it
-    /// (once per file, however often it was imported), with the ledger's platform facts over
-    /// `input.platforms`.
+    /// (once per file, however often it was imported), with the platform facts of
+    /// `input.platforms` ([`Store::platforms_over`]).
     pub fn reconcile(
         &self,
         month: YearMonth,
         checks: &[&dyn Check],
         mut input: ReconcileInput,
     ) -> Result<Vec<Discrepancy>> {
-        input.platforms.extend(&self.platforms()?);
         let mut seen = std::collections::HashSet::new();
         for source in self.manifest()?.batches.iter().flat_map(|b| &b.sources) {
             if source.months.contains(&month.to_string()) && seen.insert(source.sha256.clone()) {

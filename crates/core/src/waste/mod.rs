@@ -255,7 +255,7 @@ impl<'a> Context<'a> {
 /// [`audit_in`] for other platforms). A sum of money that would not fit exactly is an
 /// [`crate::ErrorKind::Overflow`], never a rounded total.
 pub fn audit(charges: &[Charge], month: YearMonth, config: &Config) -> crate::Result<Vec<Finding>> {
-    audit_in(RULES, charges, month, config, &Platforms::default())
+    audit_with(RULES, charges, month, config)
 }
 
 /// Runs the given rules with the built-in profiles' zones (see [`audit_in`]).
