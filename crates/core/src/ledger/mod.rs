@@ -224,11 +224,7 @@ impl Store {
     /// Imports `files` as one batch. See the module docs for what is atomic.
     pub fn import(&self, files: &[PathBuf], options: &ImportOptions) -> Result<ImportOutcome> {
         let in_memory = options.ids_in_memory.unwrap_or(crate::ids::IN_MEMORY).max(1);
-        let mut writer = if options.dry_run && !self.root.join(MANIFEST).exists() {
-            Writer::detached(&self.root)
-        } else {
-            self.writer_keeping(in_memory, options.dry_run)?
-        };
+        let mut writer = self.writer_keeping(in_memory, options.dry_run)?;
         let mut outcomes = Vec::new();
         let mut failure = Failure::default();
         for path in files {

@@ -127,14 +127,6 @@ impl Writer {
         }
     }
 
-    /// A writer for a dry run on a ledger that does not exist: nothing is created.
-    pub(super) fn detached(root: &Path) -> Self {
-        let scratch = std::env::temp_dir().join(format!("gpuaudit-dry-run-{}", std::process::id()));
-        let known = IdIndex::spilling(scratch, crate::ids::IN_MEMORY);
-        let manifest = Manifest { version: 1, batches: Vec::new() };
-        Writer::new(root.to_owned(), None, manifest, known, "dry-run".into())
-    }
-
     /// Counts a charge of the file being read; a new one is written when `write`.
     fn add(&mut self, facts: &Facts, id: ChargeId, new: bool, write: bool) {
         self.pending.push(Pending {
