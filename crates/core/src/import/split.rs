@@ -167,6 +167,31 @@ impl Quoting {
             _ => Unquoted,
         }
     }
+
+    /// The state after `bytes`: what folding [`Quoting::step`] over them gives, but skipping
+    /// with `memchr` the bytes that cannot change it (a quoted cell's text, up to its next
+    /// quote; an unquoted cell's, up to its end), so that a record is not read a byte at a
+    /// time twice (`csv-core` already does).
+    fn scan(mut self, bytes: &[u8], delimiter: u8) -> Quoting {
+        let mut i = 0;
+        while i < bytes.len() {
+            let rest = &bytes[i..];
+            match self {
+                Quoting::Quoted => match memchr::memchr(b'"', rest) {
+                    Some(k) => (self, i) = (Quoting::QuoteInQuoted, i + k + 1),
+                    None => return Quoting::Quoted,
+                },
+                Quoting::Unquoted => match memchr::memchr3(delimiter, b'\n', b'\r', rest) {
+                    Some(k) => (self, i) = (Quoting::FieldStart, i + k + 1),
+                    None => return Quoting::Unquoted,
+                },
+                Quoting::FieldStart | Quoting::QuoteInQuoted => {
+                    (self, i) = (self.step(rest[0], delimiter), i + 1);
+                }
+            }
+        }
+        self
+    }
 }
 
 /// Reads [`Record`]s from a byte stream.
@@ -304,7 +329,7 @@ impl<R: Read> Splitter<R> {
             }
             self.line += memchr::memchr_iter(b'\n', &input[..read]).count() as u64;
             let delimiter = self.delimiter;
-            quoting = input[..read].iter().fold(quoting, |q, &b| q.step(b, delimiter));
+            quoting = quoting.scan(&input[..read], delimiter);
             self.pos += read;
             out_len += written;
             ends_len += ended;

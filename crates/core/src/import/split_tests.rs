@@ -64,6 +64,30 @@ fn check(text: &[u8], read: usize) {
 }
 
 #[test]
+fn scanning_for_quotes_gives_the_state_of_every_byte_stepped() {
+    let pieces: &[&[u8]] = &[b"abc", b",", b";", b"\n", b"\r", b"\"", b"\"\"", b" ", b"x\"y"];
+    let mut next = crate::xorshift(0x5851_f42d_4c95_7f2d);
+    for _ in 0..5000 {
+        let mut text = Vec::new();
+        for _ in 0..next() % 30 {
+            text.extend_from_slice(pieces[(next() % pieces.len() as u64) as usize]);
+        }
+        let start =
+            [Quoting::FieldStart, Quoting::Unquoted, Quoting::Quoted, Quoting::QuoteInQuoted]
+                [(next() % 4) as usize];
+        for delimiter in [b',', b';'] {
+            let stepped = text.iter().fold(start, |q, &b| q.step(b, delimiter));
+            assert_eq!(
+                start.scan(&text, delimiter),
+                stepped,
+                "{:?}",
+                String::from_utf8_lossy(&text)
+            );
+        }
+    }
+}
+
+#[test]
 fn an_unclosed_quote_is_an_error_at_the_line_it_opened() {
     let text = b"id,note,cost\n1,a,2\n2,\"open,3\n3,c,4\n4,d,5\n";
     let mut splitter = Splitter::with_read_size(&text[..], 5);
