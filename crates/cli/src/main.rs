@@ -2,7 +2,7 @@
 #![allow(clippy::print_stderr)]
 
 mod cmd;
-mod hints;
+mod error;
 mod render;
 
 use std::path::PathBuf;
@@ -74,10 +74,7 @@ fn main() -> ExitCode {
     };
     let config = match config {
         Ok(config) => config,
-        Err(e) => {
-            eprintln!("error: {e}");
-            return ExitCode::from(2);
-        }
+        Err(e) => return fail(e.into()),
     };
     // Profile files in a `profiles/` folder next to the configuration file are registered.
     let profiles_dir = cli
@@ -88,10 +85,7 @@ fn main() -> ExitCode {
         .join("profiles");
     let profiles = match gpuaudit_core::import::spec::load_dir(&profiles_dir) {
         Ok(extra) => gpuaudit_core::import::spec::with_extra(&extra),
-        Err(e) => {
-            eprintln!("error: {e}");
-            return ExitCode::from(2);
-        }
+        Err(e) => return fail(e.into()),
     };
     let result = match cli.command {
         Command::Waste(args) => cmd::waste::run(&store, &config, &profiles, args),
@@ -102,11 +96,11 @@ fn main() -> ExitCode {
         Command::Summary(args) => cmd::summary::run(&store, args),
         Command::Formats(args) => cmd::formats::run(&profiles, args),
     };
-    match result {
-        Ok(code) => code,
-        Err(e) => {
-            eprintln!("error: {}", hints::with_hint(&e));
-            ExitCode::from(2)
-        }
-    }
+    result.unwrap_or_else(fail)
+}
+
+/// Prints `e` and gives its exit code.
+fn fail(e: error::CliError) -> ExitCode {
+    eprintln!("error: {e}");
+    e.exit_code()
 }

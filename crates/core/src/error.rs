@@ -53,16 +53,97 @@ impl fmt::Display for Location {
 /// One row that could not be turned into a charge, and why.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct RowError {
-    /// Where the row is.
+    /// Where the row is (and the column, when one cell is wrong).
     pub location: Location,
-    /// What was wrong, in the user's terms.
-    pub message: String,
+    /// What was wrong.
+    pub problem: RowProblem,
+}
+
+impl RowError {
+    /// A row error at `location`.
+    pub fn new(location: Location, problem: RowProblem) -> Self {
+        RowError { location, problem }
+    }
 }
 
 impl fmt::Display for RowError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{}: {}", self.location, self.message)
+        write!(f, "{}: {}", self.location, self.problem)
     }
+}
+
+/// What was wrong with a row (or the cell its [`RowError::location`] names), in the user's
+/// terms: each message follows the column name, as in `bill.csv:7: column 金额: is empty`.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum RowProblem {
+    /// A cell the charge needs holds nothing.
+    #[error("is empty")]
+    Empty,
+    /// The cost cell (or every cost cell) holds no amount.
+    #[error("has no amount")]
+    NoAmount,
+    /// The row is shorter than the header and lacks the column.
+    #[error("missing (the row has {found} fields, the header {width})")]
+    Missing {
+        /// Fields in the row.
+        found: usize,
+        /// Fields in the header.
+        width: usize,
+    },
+    /// The cell's bytes are neither UTF-8 nor GB18030.
+    #[error("bytes at offset {offset} are neither UTF-8 nor GB18030")]
+    Encoding {
+        /// The offset in the file of the first bad byte.
+        offset: u64,
+    },
+    /// The cell is not an amount (the message says why: a decimal comma, too many decimals,
+    /// too large …).
+    #[error("{0}")]
+    Amount(String),
+    /// The cell is not a time or a date.
+    #[error("{0}")]
+    Time(String),
+    /// The cell is not a month (`YYYY-MM`).
+    #[error("{0}")]
+    Month(String),
+    /// A date outside the years a bill may have (the import window).
+    #[error(
+        "{text:?} is outside the years {first_year}–{last_year} a bill may have (the import window)"
+    )]
+    OutsideWindow {
+        /// The cell.
+        text: String,
+        /// The first year of the window.
+        first_year: i32,
+        /// The last year of the window.
+        last_year: i32,
+    },
+    /// The end of the charge is before its start.
+    #[error("is before the start of the charge")]
+    EndBeforeStart,
+    /// The cell is not a GPU count.
+    #[error("is not a GPU count")]
+    NotGpuCount,
+    /// The income/expense cell holds neither of the profile's two words.
+    #[error("{text:?} is neither {} nor {}", words[0], words[1])]
+    NotDirection {
+        /// The cell.
+        text: String,
+        /// The profile's words for income and for expense.
+        words: Box<[String; 2]>,
+    },
+    /// A statement file's header is not the one a statement has.
+    #[error("the header must be {want}, not {found}")]
+    StatementHeader {
+        /// The header a statement has.
+        want: Box<str>,
+        /// The header found.
+        found: Box<str>,
+    },
+    /// The row could not be read at all (the message says why).
+    #[error("{0}")]
+    Unreadable(String),
 }
 
 /// A profile that came close to matching a file's header.
@@ -217,9 +298,6 @@ pub enum ErrorKind {
         #[source]
         source: polars::error::PolarsError,
     },
-    /// A value given by the caller is malformed (a month, a key, a threshold).
-    #[error("{0}")]
-    Usage(String),
 }
 
 fn unknown_format_message(location: &Location, header: &[String], closest: &[NearMiss]) -> String {
@@ -316,3 +394,41 @@ impl From<ErrorKind> for Error {
 
 /// The library's result type.
 pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_row_error_reads_file_line_column_then_the_problem() {
+        let at = Location::line("bills/a.csv", 7).with_column("金额");
+        let cases = [
+            (RowProblem::Empty, "bills/a.csv:7: column 金额: is empty"),
+            (
+                RowProblem::Missing { found: 3, width: 9 },
+                "bills/a.csv:7: column 金额: missing (the row has 3 fields, the header 9)",
+            ),
+            (
+                RowProblem::NotDirection {
+                    text: "退款".into(),
+                    words: Box::new(["收入".into(), "支出".into()]),
+                },
+                "bills/a.csv:7: column 金额: \"退款\" is neither 收入 nor 支出",
+            ),
+            (
+                RowProblem::OutsideWindow {
+                    text: "1970-01-01".into(),
+                    first_year: 2000,
+                    last_year: 2100,
+                },
+                "bills/a.csv:7: column 金额: \"1970-01-01\" is outside the years 2000–2100 a bill \
+                 may have (the import window)",
+            ),
+        ];
+        for (problem, want) in cases {
+            assert_eq!(RowError::new(at.clone(), problem).to_string(), want);
+        }
+        // Small enough to return by value on every cell read.
+        assert!(std::mem::size_of::<RowError>() <= 128, "{}", std::mem::size_of::<RowError>());
+    }
+}

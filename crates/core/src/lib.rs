@@ -42,7 +42,9 @@ pub mod waste;
 pub use charge::{
     Category, Charge, ChargeId, Kind, MAX_SCALE, Origin, Pricing, YearMonth, link_to_instances,
 };
-pub use error::{Error, ErrorKind, Location, MAX_LISTED_ROW_ERRORS, NearMiss, Result, RowError};
+pub use error::{
+    Error, ErrorKind, Location, MAX_LISTED_ROW_ERRORS, NearMiss, Result, RowError, RowProblem,
+};
 pub use import::{Bill, FileReport, parse_bill, read_bill};
 pub use parse::{
     DecimalSeparator, MAX_AMOUNT, NumberFormat, parse_amount, parse_amount_with, parse_time,

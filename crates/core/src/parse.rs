@@ -130,52 +130,10 @@ fn any_amount(text: &str, format: NumberFormat) -> Result<Option<Decimal>, Strin
             not_amount()
         }
     };
-    let (negative_parens, inner) = match t.strip_prefix('(').and_then(|s| s.strip_suffix(')')) {
-        Some(inner) => (true, inner),
-        None => (false, t),
-    };
-    // Currency signs and the spaces next to them go; what is left is a sign and a number.
-    let inner = inner.trim_matches(|c| is_currency(c) || is_space(c));
-    let (sign, number) = match inner.as_bytes().first() {
-        Some(b'-') => ("-", &inner[1..]),
-        Some(b'+') => ("", &inner[1..]),
-        _ => ("", inner),
-    };
-    let number = number.trim_start_matches(|c| is_currency(c) || is_space(c));
-    let (point, group) = match separator {
-        DecimalSeparator::Point => ('.', ','),
-        DecimalSeparator::Comma => (',', '.'),
-    };
-    let (whole, fraction) = match number.split_once(point) {
-        Some((w, f)) => (w, Some(f)),
-        None => (number, None),
-    };
-    let grouped = whole.contains(|c| c == group || is_space(c));
-    let mut clean = String::with_capacity(number.len() + 1);
-    clean.push_str(sign);
-    if grouped {
-        if !format.grouping || !three_digit_groups(whole, group) {
-            return Err(comma_hint());
-        }
-        clean.extend(whole.chars().filter(char::is_ascii_digit));
-    } else {
-        clean.push_str(whole);
-    }
-    if let Some(fraction) = fraction {
-        if fraction.contains(|c| c == group || c == point || is_space(c)) {
-            return Err(comma_hint());
-        }
-        clean.push('.');
-        clean.push_str(fraction);
-    }
-    let unsigned = clean.strip_prefix('-').unwrap_or(&clean);
-    let well_formed = unsigned.bytes().next().is_some_and(|b| b.is_ascii_digit() || b == b'.')
-        && unsigned
-            .bytes()
-            .all(|b| b.is_ascii_digit() || matches!(b, b'.' | b'e' | b'E' | b'-' | b'+'));
-    if !well_formed {
+    let (negative_parens, sign, number) = strip_decorations(t);
+    let Some((clean, grouped)) = plain_number(sign, number, format) else {
         return Err(comma_hint());
-    }
+    };
     let value = if clean.contains(['e', 'E']) {
         if grouped {
             return Err(not_amount());
@@ -200,6 +158,60 @@ fn any_amount(text: &str, format: NumberFormat) -> Result<Option<Decimal>, Strin
         return Err(format!("{text:?} has more than {MAX_SCALE} decimal places"));
     }
     Ok(Some(if value.scale() > MAX_SCALE { value.normalize() } else { value }))
+}
+
+/// The parts of a trimmed amount: whether it is in parentheses (negative), its sign (`-` or
+/// nothing) and the number, without the currency signs and the spaces next to them.
+fn strip_decorations(t: &str) -> (bool, &'static str, &str) {
+    let (negative_parens, inner) = match t.strip_prefix('(').and_then(|s| s.strip_suffix(')')) {
+        Some(inner) => (true, inner),
+        None => (false, t),
+    };
+    let inner = inner.trim_matches(|c| is_currency(c) || is_space(c));
+    let (sign, number) = match inner.as_bytes().first() {
+        Some(b'-') => ("-", &inner[1..]),
+        Some(b'+') => ("", &inner[1..]),
+        _ => ("", inner),
+    };
+    (negative_parens, sign, number.trim_start_matches(|c| is_currency(c) || is_space(c)))
+}
+
+/// `sign` and `number` as Rust's decimal parser reads them (digit groups removed, a decimal
+/// point), and whether the number had digit groups; `None` when `number` is not a number in
+/// `format`.
+fn plain_number(sign: &str, number: &str, format: NumberFormat) -> Option<(String, bool)> {
+    let (point, group) = match format.decimal {
+        DecimalSeparator::Point => ('.', ','),
+        DecimalSeparator::Comma => (',', '.'),
+    };
+    let (whole, fraction) = match number.split_once(point) {
+        Some((w, f)) => (w, Some(f)),
+        None => (number, None),
+    };
+    let grouped = whole.contains(|c| c == group || is_space(c));
+    let mut clean = String::with_capacity(number.len() + 1);
+    clean.push_str(sign);
+    if grouped {
+        if !format.grouping || !three_digit_groups(whole, group) {
+            return None;
+        }
+        clean.extend(whole.chars().filter(char::is_ascii_digit));
+    } else {
+        clean.push_str(whole);
+    }
+    if let Some(fraction) = fraction {
+        if fraction.contains(|c| c == group || c == point || is_space(c)) {
+            return None;
+        }
+        clean.push('.');
+        clean.push_str(fraction);
+    }
+    let unsigned = clean.strip_prefix('-').unwrap_or(&clean);
+    let well_formed = unsigned.bytes().next().is_some_and(|b| b.is_ascii_digit() || b == b'.')
+        && unsigned
+            .bytes()
+            .all(|b| b.is_ascii_digit() || matches!(b, b'.' | b'e' | b'E' | b'-' | b'+'));
+    well_formed.then_some((clean, grouped))
 }
 
 /// Whether `whole` is digits in groups of three after the first (one to three digits), all

@@ -1,5 +1,6 @@
 //! `gpuaudit config`: the settings in force, or every default.
 
+use crate::error::CliError;
 use std::process::ExitCode;
 
 use gpuaudit_core::config::Config;
@@ -15,7 +16,7 @@ pub struct ConfigArgs {
 }
 
 /// Prints the defaults, or the configuration read from `--config` / `gpuaudit.toml`.
-pub fn run(config: &Config, args: ConfigArgs) -> Result<ExitCode, gpuaudit_core::Error> {
+pub fn run(config: &Config, args: ConfigArgs) -> Result<ExitCode, CliError> {
     let text = if args.defaults { Config::defaults_toml() } else { config.to_toml() };
     emit(&text)?;
     Ok(ExitCode::SUCCESS)

@@ -1,5 +1,6 @@
 //! `gpuaudit formats`: the bill formats gpuaudit reads, and each one as a profile file.
 
+use crate::error::CliError;
 use std::process::ExitCode;
 
 use gpuaudit_core::import::Profile;
@@ -17,10 +18,7 @@ pub struct FormatsArgs {
 }
 
 /// Lists the profiles with the columns that identify each, or prints one.
-pub fn run(
-    profiles: &[&'static Profile],
-    args: FormatsArgs,
-) -> Result<ExitCode, gpuaudit_core::Error> {
+pub fn run(profiles: &[&'static Profile], args: FormatsArgs) -> Result<ExitCode, CliError> {
     if let Some(name) = &args.show {
         let profile = profiles.iter().find(|p| p.name() == name);
         let Some(profile) = profile else {

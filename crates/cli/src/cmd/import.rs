@@ -1,5 +1,6 @@
 //! `gpuaudit import`: bill files into the ledger, as one batch.
 
+use crate::error::CliError;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
@@ -32,7 +33,7 @@ pub fn run(
     config: &gpuaudit_core::config::Config,
     profiles: &[&'static Profile],
     args: ImportArgs,
-) -> Result<ExitCode, gpuaudit_core::Error> {
+) -> Result<ExitCode, CliError> {
     let profile = args.profile.as_deref().map(|p| resolve(profiles, p)).transpose()?;
     let bar = progress_bar(&args.files);
     let options = ImportOptions {
@@ -49,21 +50,7 @@ pub fn run(
         bar.finish_and_clear();
     }
     let outcome = outcome?;
-    for footer in outcome.files.iter().flat_map(|f| &f.footer_mismatches) {
-        warn(&format!(
-            "warning: {}: the footer {} says {}, the rows add up to {} {} (difference {})",
-            footer.location,
-            footer.label,
-            money_text(footer.expected),
-            money_text(footer.actual),
-            footer.currency,
-            money_text(gpuaudit_core::money::sub(
-                footer.actual,
-                footer.expected,
-                "a footer's difference"
-            )?)
-        ));
-    }
+    warn_footers(&outcome)?;
     let mut out = String::new();
     for f in &outcome.files {
         out.push_str(&format!(
@@ -90,28 +77,53 @@ pub fn run(
         ));
     }
     if !outcome.totals.is_empty() {
-        let rows: Vec<Vec<String>> = outcome
-            .totals
-            .iter()
-            .map(|((platform, category, currency), (billed, n))| {
-                vec![
-                    platform.clone(),
-                    category.to_string(),
-                    currency.clone(),
-                    money_text(*billed),
-                    n.to_string(),
-                ]
-            })
-            .collect();
         out.push('\n');
-        out.push_str(&table(
-            &["platform", "category", "currency", "billed_cost", "charges"],
-            &[Align::Left, Align::Left, Align::Left, Align::Right, Align::Right],
-            &rows,
-        ));
+        out.push_str(&totals_table(&outcome));
     }
     emit(&out)?;
     Ok(ExitCode::SUCCESS)
+}
+
+/// Warns of each file's footer whose figure is not what its rows add up to (R005).
+fn warn_footers(outcome: &gpuaudit_core::ledger::ImportOutcome) -> Result<(), CliError> {
+    for footer in outcome.files.iter().flat_map(|f| &f.footer_mismatches) {
+        warn(&format!(
+            "warning: {}: the footer {} says {}, the rows add up to {} {} (difference {})",
+            footer.location,
+            footer.label,
+            money_text(footer.expected),
+            money_text(footer.actual),
+            footer.currency,
+            money_text(gpuaudit_core::money::sub(
+                footer.actual,
+                footer.expected,
+                "a footer's difference"
+            )?)
+        ));
+    }
+    Ok(())
+}
+
+/// The billed totals of the new charges by platform, category and currency.
+fn totals_table(outcome: &gpuaudit_core::ledger::ImportOutcome) -> String {
+    let rows: Vec<Vec<String>> = outcome
+        .totals
+        .iter()
+        .map(|((platform, category, currency), (billed, n))| {
+            vec![
+                platform.clone(),
+                category.to_string(),
+                currency.clone(),
+                money_text(*billed),
+                n.to_string(),
+            ]
+        })
+        .collect();
+    table(
+        &["platform", "category", "currency", "billed_cost", "charges"],
+        &[Align::Left, Align::Left, Align::Left, Align::Right, Align::Right],
+        &rows,
+    )
 }
 
 /// Files of more than this many bytes in all get a progress bar.
@@ -143,17 +155,17 @@ fn progress_of(bar: indicatif::ProgressBar) -> Progress {
 }
 
 /// A profile file (an existing file, or a name ending in `.toml`), else a registered name.
-fn resolve(
-    profiles: &[&'static Profile],
-    name: &str,
-) -> Result<&'static Profile, gpuaudit_core::Error> {
+fn resolve(profiles: &[&'static Profile], name: &str) -> Result<&'static Profile, CliError> {
     let path = std::path::Path::new(name);
     if path.is_file() || name.ends_with(".toml") {
-        return Profile::load(path);
+        return Ok(Profile::load(path)?);
     }
     profiles.iter().copied().find(|p| p.name() == name).ok_or_else(|| {
         let known: Vec<&str> = profiles.iter().map(|p| p.name()).collect();
-        gpuaudit_core::ErrorKind::UnknownProfile { name: name.to_owned(), known: known.join(", ") }
-            .into()
+        let unknown = gpuaudit_core::ErrorKind::UnknownProfile {
+            name: name.to_owned(),
+            known: known.join(", "),
+        };
+        gpuaudit_core::Error::from(unknown).into()
     })
 }

@@ -1,5 +1,6 @@
 //! `gpuaudit ledger`: what the ledger holds.
 
+use crate::error::CliError;
 use std::process::ExitCode;
 
 use gpuaudit_core::ledger::{LoadFilter, Store};
@@ -21,44 +22,57 @@ pub struct LedgerArgs {
 
 /// Prints the batches, then charges and spend per month and platform; or removes a batch, or
 /// verifies the files.
-pub fn run(store: &Store, args: LedgerArgs) -> Result<ExitCode, gpuaudit_core::Error> {
-    if let Some(batch) = &args.remove {
-        let removed = store.remove_batch(batch)?;
-        let files: Vec<&str> = removed.sources.iter().map(|s| s.path.as_str()).collect();
-        emit(&format!(
-            "removed batch {}: {} charges of {}\n",
-            removed.id,
-            removed.rows,
-            if files.is_empty() { "no file".to_owned() } else { files.join(" ") }
-        ))?;
+pub fn run(store: &Store, args: LedgerArgs) -> Result<ExitCode, CliError> {
+    match (&args.remove, args.verify) {
+        (Some(batch), _) => remove(store, batch),
+        (None, true) => verify(store),
+        (None, false) => show(store),
+    }
+}
+
+/// Takes batch `batch` out of the ledger.
+fn remove(store: &Store, batch: &str) -> Result<ExitCode, CliError> {
+    let removed = store.remove_batch(batch)?;
+    let files: Vec<&str> = removed.sources.iter().map(|s| s.path.as_str()).collect();
+    emit(&format!(
+        "removed batch {}: {} charges of {}\n",
+        removed.id,
+        removed.rows,
+        if files.is_empty() { "no file".to_owned() } else { files.join(" ") }
+    ))?;
+    Ok(ExitCode::SUCCESS)
+}
+
+/// Checks every file against the manifest: exit 1 and the repair when one is wrong.
+fn verify(store: &Store) -> Result<ExitCode, CliError> {
+    let v = store.verify()?;
+    let mut out = format!(
+        "ledger {}: {} batches, {} files, {} charges: ",
+        store.root().display(),
+        v.batches,
+        v.files,
+        v.charges
+    );
+    if v.problems.is_empty() {
+        out.push_str("every file is as the manifest says\n");
+        emit(&out)?;
         return Ok(ExitCode::SUCCESS);
     }
-    if args.verify {
-        let v = store.verify()?;
-        let mut out = format!(
-            "ledger {}: {} batches, {} files, {} charges: ",
-            store.root().display(),
-            v.batches,
-            v.files,
-            v.charges
-        );
-        if v.problems.is_empty() {
-            out.push_str("every file is as the manifest says\n");
-            emit(&out)?;
-            return Ok(ExitCode::SUCCESS);
-        }
-        out.push_str(&format!("{} problems\n", v.problems.len()));
-        for p in &v.problems {
-            out.push_str(&format!("{}: {} (batch {})\n", p.file, p.message, p.batch));
-        }
-        let batches: std::collections::BTreeSet<&str> =
-            v.problems.iter().map(|p| p.batch.as_str()).collect();
-        for batch in batches {
-            out.push_str(&format!("repair: gpuaudit ledger --remove {batch}\n"));
-        }
-        emit(&out)?;
-        return Ok(ExitCode::from(1));
+    out.push_str(&format!("{} problems\n", v.problems.len()));
+    for p in &v.problems {
+        out.push_str(&format!("{}: {} (batch {})\n", p.file, p.message, p.batch));
     }
+    let batches: std::collections::BTreeSet<&str> =
+        v.problems.iter().map(|p| p.batch.as_str()).collect();
+    for batch in batches {
+        out.push_str(&format!("repair: gpuaudit ledger --remove {batch}\n"));
+    }
+    emit(&out)?;
+    Ok(ExitCode::from(1))
+}
+
+/// The batches, then charges and spend per month and platform.
+fn show(store: &Store) -> Result<ExitCode, CliError> {
     let manifest = store.manifest()?;
     let charges = store.load(&LoadFilter::default())?;
     let mut out = format!(

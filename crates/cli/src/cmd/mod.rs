@@ -8,12 +8,8 @@ pub mod reconcile;
 pub mod summary;
 pub mod waste;
 
-use gpuaudit_core::{Error, ErrorKind};
-
-/// A usage error (exit code 2).
-pub fn usage(message: impl Into<String>) -> Error {
-    ErrorKind::Usage(message.into()).into()
-}
+use crate::error::CliError;
+pub use crate::error::usage;
 
 /// The registry entries named by `codes` (all of `all` when none is named); an unknown code
 /// is a usage error naming `what` and the valid range.
@@ -23,7 +19,7 @@ pub fn select<T: ?Sized>(
     find: fn(&str) -> Option<&'static T>,
     what: &str,
     range: &str,
-) -> Result<Vec<&'static T>, Error> {
+) -> Result<Vec<&'static T>, CliError> {
     if codes.is_empty() {
         return Ok(all.to_vec());
     }

@@ -8,6 +8,7 @@
 //! the same keys, figures as strings, `measure` (money, hours, days, count) and `locations`
 //! as a list.
 
+use crate::error::CliError;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
@@ -73,7 +74,7 @@ pub fn run(
     config: &Config,
     profiles: &[&'static gpuaudit_core::import::Profile],
     args: ReconcileArgs,
-) -> Result<ExitCode, gpuaudit_core::Error> {
+) -> Result<ExitCode, CliError> {
     let month: YearMonth = args.month.parse().map_err(usage)?;
     let checks = select(
         &args.checks,

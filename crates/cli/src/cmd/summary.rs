@@ -6,6 +6,7 @@
 //! `{"rows":[…]}` with the same keys, money as strings, `charges` a number, a missing key
 //! value `null`.
 
+use crate::error::CliError;
 use std::process::ExitCode;
 
 use gpuaudit_core::YearMonth;
@@ -30,7 +31,7 @@ pub struct SummaryArgs {
 }
 
 /// Loads the month (or everything), groups and renders.
-pub fn run(store: &Store, args: SummaryArgs) -> Result<ExitCode, gpuaudit_core::Error> {
+pub fn run(store: &Store, args: SummaryArgs) -> Result<ExitCode, CliError> {
     let keys: Vec<GroupKey> =
         args.by.iter().map(|k| k.parse().map_err(usage)).collect::<Result<_, _>>()?;
     let mut filter = LoadFilter::default();
@@ -43,11 +44,7 @@ pub fn run(store: &Store, args: SummaryArgs) -> Result<ExitCode, gpuaudit_core::
     Ok(ExitCode::SUCCESS)
 }
 
-fn render(
-    keys: &[GroupKey],
-    rows: &[SummaryRow],
-    format: Format,
-) -> Result<String, gpuaudit_core::Error> {
+fn render(keys: &[GroupKey], rows: &[SummaryRow], format: Format) -> Result<String, CliError> {
     let mut header: Vec<&str> = keys.iter().map(|k| k.as_str()).collect();
     header.extend(["currency", "billed_cost", "list_cost", "charges"]);
     let cells = |r: &SummaryRow| {
@@ -103,7 +100,7 @@ fn render(
 }
 
 /// One total row per currency.
-fn summarize_totals(rows: &[SummaryRow]) -> Result<Vec<SummaryRow>, gpuaudit_core::Error> {
+fn summarize_totals(rows: &[SummaryRow]) -> Result<Vec<SummaryRow>, CliError> {
     use gpuaudit_core::money::add;
     let mut totals: Vec<SummaryRow> = Vec::new();
     for r in rows {

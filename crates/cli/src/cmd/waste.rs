@@ -7,6 +7,7 @@
 //! with money as strings. Money is computed exactly and rounded to cents (half away from
 //! zero) only here, when printed; totals are rounded from the exact sums.
 
+use crate::error::CliError;
 use std::process::ExitCode;
 
 use chrono::{DateTime, Utc};
@@ -44,7 +45,7 @@ pub struct WasteArgs {
     explain: bool,
 }
 
-fn decimal_arg(name: &str, text: &str) -> Result<Decimal, gpuaudit_core::Error> {
+fn decimal_arg(name: &str, text: &str) -> Result<Decimal, CliError> {
     match parse_amount(text) {
         Ok(Some(d)) => Ok(d),
         _ => Err(usage(format!("{name}: {text:?} is not an amount"))),
@@ -62,7 +63,7 @@ pub fn run(
     config: &Config,
     profiles: &[&'static gpuaudit_core::import::Profile],
     args: WasteArgs,
-) -> Result<ExitCode, gpuaudit_core::Error> {
+) -> Result<ExitCode, CliError> {
     let month: YearMonth = args.month.parse().map_err(usage)?;
     let mut config = config.clone();
     if let Some(min) = &args.min_amount {
@@ -187,11 +188,32 @@ fn render_text(
     format: Format,
     explain: bool,
     platforms: &Platforms,
-) -> Result<String, gpuaudit_core::Error> {
+) -> Result<String, CliError> {
     let mut out = String::new();
     if findings.is_empty() {
         return Ok(format!("waste in {month}: no findings\n"));
     }
+    for rule in rules {
+        let mine: Vec<&Finding> = findings.iter().filter(|f| f.code == rule.code()).collect();
+        if !mine.is_empty() {
+            out.push_str(&rule_section(*rule, &mine, format, explain, platforms)?);
+        }
+    }
+    let grand: Vec<String> = totals.iter().map(|(c, a)| format!("{} {c}", cents(*a))).collect();
+    out.push_str(&format!("total wasted in {month}: {}\n", grand.join(" + ")));
+    Ok(out)
+}
+
+/// The findings of one rule: its heading and total, the table, then each recommendation
+/// (with its evidence when `explain`).
+fn rule_section(
+    rule: &dyn Rule,
+    mine: &[&Finding],
+    format: Format,
+    explain: bool,
+    platforms: &Platforms,
+) -> Result<String, CliError> {
+    let mut out = String::new();
     let header =
         ["platform", "instance", "resource", "category", "from", "to", "wasted", "per month"];
     let align = [
@@ -204,67 +226,58 @@ fn render_text(
         Align::Right,
         Align::Right,
     ];
-    for rule in rules {
-        let mine: Vec<&Finding> = findings.iter().filter(|f| f.code == rule.code()).collect();
-        if mine.is_empty() {
-            continue;
-        }
-        let rule_totals = waste::totals(&mine.iter().map(|f| (*f).clone()).collect::<Vec<_>>())?;
-        let sum: Vec<String> =
-            rule_totals.iter().map(|(c, a)| format!("{} {c}", cents(*a))).collect();
-        out.push_str(&format!(
-            "{}{} {}: {} finding{}, {} wasted\n",
-            if format == Format::Md { "### " } else { "" },
-            rule.code(),
-            rule.name(),
-            mine.len(),
-            if mine.len() == 1 { "" } else { "s" },
-            sum.join(" + ")
-        ));
-        let rows: Vec<Vec<String>> = mine
-            .iter()
-            .map(|f| {
-                vec![
-                    f.platform.clone(),
-                    f.instance_id.clone().unwrap_or_else(|| "-".into()),
-                    f.resource_id.clone().unwrap_or_else(|| "-".into()),
-                    f.category.to_string(),
-                    local(f.period_start, &f.platform, platforms),
-                    local(f.period_end, &f.platform, platforms),
-                    format!("{} {}", cents(f.amount), f.currency),
-                    format!("{} {}", cents(f.monthly_projection), f.currency),
-                ]
-            })
-            .collect();
-        out.push('\n');
-        out.push_str(&if format == Format::Md {
-            markdown(&header, &align, &rows)
-        } else {
-            table(&header, &align, &rows)
-        });
-        out.push('\n');
-        let text = |t: &str| match format {
-            Format::Md => md_text(t),
-            _ => visible(t).into_owned(),
-        };
-        for f in &mine {
-            out.push_str(&format!("- {}\n", text(&f.recommendation)));
-            if explain {
-                for e in &f.charges {
-                    out.push_str(&format!(
-                        "    {}:{}  {}  billed {}  wasted {}\n",
-                        text(&e.file),
-                        e.line,
-                        text(&e.item),
-                        money_text(e.billed_cost),
-                        cents(e.wasted)
-                    ));
-                }
+    let rule_totals = waste::totals(&mine.iter().map(|f| (*f).clone()).collect::<Vec<_>>())?;
+    let sum: Vec<String> = rule_totals.iter().map(|(c, a)| format!("{} {c}", cents(*a))).collect();
+    out.push_str(&format!(
+        "{}{} {}: {} finding{}, {} wasted\n",
+        if format == Format::Md { "### " } else { "" },
+        rule.code(),
+        rule.name(),
+        mine.len(),
+        if mine.len() == 1 { "" } else { "s" },
+        sum.join(" + ")
+    ));
+    let rows: Vec<Vec<String>> = mine
+        .iter()
+        .map(|f| {
+            vec![
+                f.platform.clone(),
+                f.instance_id.clone().unwrap_or_else(|| "-".into()),
+                f.resource_id.clone().unwrap_or_else(|| "-".into()),
+                f.category.to_string(),
+                local(f.period_start, &f.platform, platforms),
+                local(f.period_end, &f.platform, platforms),
+                format!("{} {}", cents(f.amount), f.currency),
+                format!("{} {}", cents(f.monthly_projection), f.currency),
+            ]
+        })
+        .collect();
+    out.push('\n');
+    out.push_str(&if format == Format::Md {
+        markdown(&header, &align, &rows)
+    } else {
+        table(&header, &align, &rows)
+    });
+    out.push('\n');
+    let text = |t: &str| match format {
+        Format::Md => md_text(t),
+        _ => visible(t).into_owned(),
+    };
+    for f in mine {
+        out.push_str(&format!("- {}\n", text(&f.recommendation)));
+        if explain {
+            for e in &f.charges {
+                out.push_str(&format!(
+                    "    {}:{}  {}  billed {}  wasted {}\n",
+                    text(&e.file),
+                    e.line,
+                    text(&e.item),
+                    money_text(e.billed_cost),
+                    cents(e.wasted)
+                ));
             }
         }
-        out.push('\n');
     }
-    let grand: Vec<String> = totals.iter().map(|(c, a)| format!("{} {c}", cents(*a))).collect();
-    out.push_str(&format!("total wasted in {month}: {}\n", grand.join(" + ")));
+    out.push('\n');
     Ok(out)
 }

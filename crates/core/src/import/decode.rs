@@ -11,7 +11,7 @@ use std::cell::Cell;
 use std::path::PathBuf;
 
 use super::split::Record;
-use crate::error::{Error, ErrorKind, Location, Result};
+use crate::error::{Error, ErrorKind, Location, Result, RowProblem};
 
 /// The text encoding a file was read in.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -56,11 +56,12 @@ impl Window {
     }
 
     /// Why a time of `year` is refused.
-    pub(crate) fn refusal(&self, text: &str) -> String {
-        format!(
-            "{text:?} is outside the years {}–{} a bill may have (the import window)",
-            self.first_year, self.last_year
-        )
+    pub(crate) fn refusal(&self, text: &str) -> RowProblem {
+        RowProblem::OutsideWindow {
+            text: text.to_owned(),
+            first_year: self.first_year,
+            last_year: self.last_year,
+        }
     }
 }
 

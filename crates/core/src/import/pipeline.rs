@@ -62,39 +62,15 @@ pub(crate) fn deliver_bill<S: Sink>(
     let tally = std::thread::scope(|scope| {
         let reader = {
             let source = &mut source;
-            scope.spawn(move || -> Result<()> {
-                let report = |source: &BillSource| {
-                    if let Some(Progress(report)) = &progress {
-                        report(path, source.bytes_read().min(size), size);
-                    }
-                };
-                for seq in 0.. {
-                    let Ok(mut slot) = pool_rx.recv() else { return Ok(()) };
-                    let more = source.fill(&mut slot.records)?;
-                    report(source);
-                    if !more || work_tx.send((seq, slot)).is_err() {
-                        return Ok(());
-                    }
-                }
-                Ok(())
-            })
+            let progress = progress.map(|Progress(report)| {
+                move |source: &BillSource| report(path, source.bytes_read().min(size), size)
+            });
+            scope.spawn(move || read_batches(source, pool_rx, work_tx, progress))
         };
         for (worker, ctx) in contexts.into_iter().enumerate() {
             let (work_rx, done_tx, header) = (work_rx.clone(), done_tx.clone(), &header);
-            scope.spawn(move || {
-                let mut parser = profile.parser();
-                let mut scratch = None;
-                for (seq, mut slot) in work_rx {
-                    let parser = &mut parser;
-                    parse_batch::<S>(parser, &mut scratch, &ctx, header, profile, &mut slot);
-                    if done_tx.send(FromWorker::Batch(seq, slot)).is_err() {
-                        return;
-                    }
-                }
-                let mut kept = Slot::new(0);
-                deliver_rows::<S>(parser.finish(), &mut kept);
-                let _ = done_tx.send(FromWorker::Finish(worker, kept));
-            });
+            scope
+                .spawn(move || parse_batches::<S>(worker, profile, &ctx, header, work_rx, done_tx));
         }
         drop((work_rx, done_tx));
         let tally = consume(done_rx, pool_tx, profile.platform(), sink);
@@ -123,6 +99,50 @@ pub(crate) fn deliver_bill<S: Sink>(
         sha256,
         size,
     })
+}
+
+/// The reading thread: fills the free batches of `pool` with the records of `source`, in
+/// order, and hands them to the parsing threads numbered by their place in the file.
+fn read_batches<B>(
+    source: &mut BillSource,
+    pool: channel::Receiver<Slot<B>>,
+    work: channel::Sender<(u64, Slot<B>)>,
+    progress: Option<impl Fn(&BillSource)>,
+) -> Result<()> {
+    for seq in 0.. {
+        let Ok(mut slot) = pool.recv() else { return Ok(()) };
+        let more = source.fill(&mut slot.records)?;
+        if let Some(report) = &progress {
+            report(source);
+        }
+        if !more || work.send((seq, slot)).is_err() {
+            return Ok(());
+        }
+    }
+    Ok(())
+}
+
+/// A parsing thread: parses the batches it is handed into charges and rejects, and at the
+/// end of the file hands over what its parser kept back.
+fn parse_batches<S: Sink>(
+    worker: usize,
+    profile: &'static Profile,
+    ctx: &FileCtx,
+    header: &Header,
+    work: channel::Receiver<(u64, Slot<S::Batch>)>,
+    done: channel::Sender<FromWorker<S::Batch>>,
+) {
+    let mut parser = profile.parser();
+    let mut scratch = None;
+    for (seq, mut slot) in work {
+        parse_batch::<S>(&mut parser, &mut scratch, ctx, header, profile, &mut slot);
+        if done.send(FromWorker::Batch(seq, slot)).is_err() {
+            return;
+        }
+    }
+    let mut kept = Slot::new(0);
+    deliver_rows::<S>(parser.finish(), &mut kept);
+    let _ = done.send(FromWorker::Finish(worker, kept));
 }
 
 /// Records per batch handed to a parsing thread.

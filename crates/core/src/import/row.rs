@@ -9,7 +9,7 @@ use rust_decimal::Decimal;
 use super::decode::{FileCtx, Window, trim};
 use super::header::Header;
 use super::split::Record;
-use crate::error::{ErrorKind, Location, RowError};
+use crate::error::{ErrorKind, Location, RowError, RowProblem};
 
 /// One column a profile reads: a key naming it, the header names it goes by, and whether a
 /// file without it is not of this format.
@@ -64,11 +64,9 @@ impl<'a> Row<'a> {
     }
 
     /// An error about column `col` of this row.
-    pub(crate) fn error(&self, col: usize, message: impl Into<String>) -> RowError {
-        RowError {
-            location: Location::line(&self.ctx.path, self.line).with_column(self.column_name(col)),
-            message: message.into(),
-        }
+    pub(crate) fn error(&self, col: usize, problem: RowProblem) -> RowError {
+        let location = Location::line(&self.ctx.path, self.line);
+        RowError::new(location.with_column(self.column_name(col)), problem)
     }
 
     /// The trimmed text of column `col`; `None` when the column is absent or the cell empty.
@@ -110,14 +108,13 @@ impl<'a> Row<'a> {
         };
         let text =
             self.ctx.decode(bytes, self.line, "", offset).map_err(|e| match e.into_kind() {
-                ErrorKind::Encoding { location, offset } => RowError {
-                    location: location.with_column(name(self)),
-                    message: format!("bytes at offset {offset} are neither UTF-8 nor GB18030"),
-                },
-                other => RowError {
-                    location: Location::line(&self.ctx.path, self.line),
-                    message: other.to_string(),
-                },
+                ErrorKind::Encoding { location, offset } => {
+                    RowError::new(location.with_column(name(self)), RowProblem::Encoding { offset })
+                }
+                other => RowError::new(
+                    Location::line(&self.ctx.path, self.line),
+                    RowProblem::Unreadable(other.to_string()),
+                ),
             })?;
         Ok(match text {
             Cow::Borrowed(s) => Some(trim(s)).filter(|s| !s.is_empty()).map(Cow::Borrowed),
@@ -136,7 +133,8 @@ impl<'a> Row<'a> {
     ) -> Result<Option<Decimal>, RowError> {
         match self.text(col)? {
             None => Ok(None),
-            Some(t) => crate::parse::parse_amount_with(&t, format).map_err(|m| self.error(col, m)),
+            Some(t) => crate::parse::parse_amount_with(&t, format)
+                .map_err(|m| self.error(col, RowProblem::Amount(m))),
         }
     }
 
@@ -186,10 +184,8 @@ impl<'a> Row<'a> {
         let found = self.record.len();
         if found < width {
             let column = self.header.names[found].clone();
-            let error = RowError {
-                location: Location::line(&self.ctx.path, self.line).with_column(column),
-                message: format!("missing (the row has {found} fields, the header {width})"),
-            };
+            let location = Location::line(&self.ctx.path, self.line).with_column(column);
+            let error = RowError::new(location, RowProblem::Missing { found, width });
             return Next::Bad(error, self.cells());
         }
         Next::Row(self)

@@ -44,6 +44,63 @@ fn is_blank(record: &Record) -> bool {
     record.iter().all(|f| f.iter().all(u8::is_ascii_whitespace))
 }
 
+/// `path` opened for splitting: a spreadsheet converted to CSV (whole, bounded), else the
+/// file's bytes with its encoding, byte-order mark and delimiter sniffed; the file is hashed
+/// as it is read.
+fn start_reading(path: &Path) -> Result<(Splitter<HashingReader>, FileCtx)> {
+    let Opened { head, mut rest, direct } = open_input(path)?;
+    let (hashing, read_size, sniffed) = if is_spreadsheet(path, &head) {
+        let mut bytes = head;
+        let room = MAX_SPREADSHEET_BYTES + 1 - bytes.len() as u64;
+        (&mut rest).take(room).read_to_end(&mut bytes).map_err(|e| Error::io(path, e))?;
+        if bytes.len() as u64 > MAX_SPREADSHEET_BYTES {
+            return Err(ErrorKind::Spreadsheet {
+                path: path.to_owned(),
+                message: "a spreadsheet of more than 256 MiB: export the bill as CSV".into(),
+            }
+            .into());
+        }
+        let hasher = Sha256::new_with_prefix(&bytes);
+        let size = bytes.len() as u64;
+        let csv = spreadsheet_as_csv(path, bytes)?;
+        let hashing = HashingReader { inner: csv, hasher, bytes: size, hashing: false };
+        let sniffed =
+            Sniffed { encoding: Encoding::Utf8, bom: 0, seen_multibyte: true, delimiter: b',' };
+        (hashing, READ_BYTES, sniffed)
+    } else {
+        let sniffed = sniff(path, &head)?;
+        let read_size = if direct { crate::direct::TRANSFER_BYTES } else { READ_BYTES };
+        let inner: Box<dyn Read + Send> = Box::new(io::Cursor::new(head).chain(rest));
+        let hashing = HashingReader { inner, hasher: Sha256::new(), bytes: 0, hashing: true };
+        (hashing, read_size, sniffed)
+    };
+    let Sniffed { encoding, bom, seen_multibyte, delimiter } = sniffed;
+    let mut reader = Splitter::with_read_size(hashing, read_size).with_delimiter(delimiter);
+    // The byte-order mark is hashed with the file, and part of no cell.
+    reader.skip(bom);
+    Ok((reader, FileCtx::new(path.to_owned(), encoding, seen_multibyte)))
+}
+
+/// The first [`HEADER_SEARCH_ROWS`] records, and the error that stopped the reading early
+/// when a row among them cannot be split: it is reported once the header is known, so that
+/// its column has a name.
+fn read_head(
+    path: &Path,
+    reader: &mut Splitter<HashingReader>,
+    record: &mut Record,
+) -> Result<(Vec<Record>, Option<SplitError>)> {
+    let mut head = Vec::new();
+    while head.len() < HEADER_SEARCH_ROWS {
+        match reader.read(record) {
+            Ok(true) => head.push(record.clone()),
+            Ok(false) => break,
+            Err(SplitError::Io(e)) => return Err(Error::io(path, e)),
+            Err(e) => return Ok((head, Some(e))),
+        }
+    }
+    Ok((head, None))
+}
+
 impl BillSource {
     /// Opens `path`, decides its encoding, finds its header among the first rows and picks the
     /// profile: `forced` if given, else the best-scoring one of `candidates`.
@@ -52,56 +109,13 @@ impl BillSource {
         forced: Option<&'static Profile>,
         candidates: &[&'static Profile],
     ) -> Result<Self> {
-        let Opened { head, mut rest, direct } = open_input(path)?;
-        let (hashing, read_size, sniffed) = if is_spreadsheet(path, &head) {
-            let mut bytes = head;
-            let room = MAX_SPREADSHEET_BYTES + 1 - bytes.len() as u64;
-            (&mut rest).take(room).read_to_end(&mut bytes).map_err(|e| Error::io(path, e))?;
-            if bytes.len() as u64 > MAX_SPREADSHEET_BYTES {
-                return Err(ErrorKind::Spreadsheet {
-                    path: path.to_owned(),
-                    message: "a spreadsheet of more than 256 MiB: export the bill as CSV".into(),
-                }
-                .into());
-            }
-            let hasher = Sha256::new_with_prefix(&bytes);
-            let size = bytes.len() as u64;
-            let csv = spreadsheet_as_csv(path, bytes)?;
-            let hashing = HashingReader { inner: csv, hasher, bytes: size, hashing: false };
-            let sniffed =
-                Sniffed { encoding: Encoding::Utf8, bom: 0, seen_multibyte: true, delimiter: b',' };
-            (hashing, READ_BYTES, sniffed)
-        } else {
-            let sniffed = sniff(path, &head)?;
-            let read_size = if direct { crate::direct::TRANSFER_BYTES } else { READ_BYTES };
-            let inner: Box<dyn Read + Send> = Box::new(io::Cursor::new(head).chain(rest));
-            let hashing = HashingReader { inner, hasher: Sha256::new(), bytes: 0, hashing: true };
-            (hashing, read_size, sniffed)
-        };
-        let Sniffed { encoding, bom, seen_multibyte, delimiter } = sniffed;
-        let mut reader = Splitter::with_read_size(hashing, read_size).with_delimiter(delimiter);
-        // The byte-order mark is hashed with the file, and part of no cell.
-        reader.skip(bom);
-        let ctx = FileCtx::new(path.to_owned(), encoding, seen_multibyte);
-        let mut head = Vec::new();
+        let (mut reader, ctx) = start_reading(path)?;
         let mut record = Record::new();
-        // A row that cannot be split among the first ones is reported once the header is
-        // known, so that its column has a name.
-        let mut unsplit = None;
-        while head.len() < HEADER_SEARCH_ROWS {
-            match reader.read(&mut record) {
-                Ok(true) => head.push(record.clone()),
-                Ok(false) => break,
-                Err(SplitError::Io(e)) => return Err(Error::io(path, e)),
-                Err(e) => {
-                    unsplit = Some(e);
-                    break;
-                }
-            }
-        }
-        if let Some(e) = unsplit.take_if(|_| head.iter().all(is_blank)) {
-            return Err(split_error(e, path, None));
-        }
+        let (mut head, unsplit) = read_head(path, &mut reader, &mut record)?;
+        let unsplit = match unsplit {
+            Some(e) if head.iter().all(is_blank) => return Err(split_error(e, path, None)),
+            unsplit => unsplit,
+        };
         if head.iter().all(is_blank) {
             return Err(ErrorKind::Empty { path: path.to_owned() }.into());
         }

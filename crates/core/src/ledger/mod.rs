@@ -49,6 +49,7 @@ mod manifest;
 mod part;
 mod reader;
 mod repair;
+mod schema;
 mod writer;
 
 use std::collections::{BTreeMap, HashSet};
@@ -58,9 +59,9 @@ use std::path::{Path, PathBuf};
 use chrono::Utc;
 use rust_decimal::Decimal;
 
-pub use columns::COLUMNS;
 pub use manifest::{Batch, Manifest, PartFile, SourceFile};
 pub use repair::{Problem, Verified};
+pub use schema::COLUMNS;
 pub use writer::Writer;
 use writer::{BatchSink, Failure};
 

@@ -1,5 +1,5 @@
 //! Writing one part file: polars' Parquet encoder, with each column's encoding chosen from
-//! what the ledger knows of it.
+//! what the ledger knows of it (the `encoding` of each column in [`super::schema::SCHEMA`]).
 //!
 //! polars' `ParquetWriter` tries a dictionary for every column: it estimates each column's
 //! number of distinct values (a HyperLogLog pass hashing every value), then, when that is
@@ -25,7 +25,7 @@ use polars_arrow::array::{Array, DictionaryArray, PrimitiveArray, Utf8ViewArray}
 use polars_arrow::datatypes::{ArrowDataType, IntegerType};
 use polars_parquet::read::ParquetError;
 
-use super::columns::{ENUMS, enum_text};
+use super::schema::{self, enum_text};
 use polars_parquet::write::{
     CompressionOptions, Compressor, DynIter, DynStreamingIterator, Encoding,
     FallibleStreamingIterator, FileWriter, StatisticsOptions, Version, WriteOptions,
@@ -51,7 +51,7 @@ pub(crate) fn write(out: impl Write, frame: &mut DataFrame) -> PolarsResult<()> 
     frame.rechunk_mut();
     let mut schema = frame.schema().to_arrow(CompatLevel::newest());
     for field in schema.iter_values_mut() {
-        if ENUMS.contains(&field.name.as_str()) {
+        if encoding_of(&field.name) == Some(schema::Encoding::Codes) {
             // Written as text, from codes: see `encoding`.
             field.dtype = ArrowDataType::Utf8View;
         }
@@ -83,27 +83,44 @@ pub(crate) fn write(out: impl Write, frame: &mut DataFrame) -> PolarsResult<()> 
     Ok(())
 }
 
+/// The encoding [`schema::SCHEMA`] gives column `name`; `None` for a column it does not
+/// name.
+fn encoding_of(name: &str) -> Option<schema::Encoding> {
+    schema::column_named(name).map(|c| c.encoding)
+}
+
 /// The array to encode for column `name`, and how.
 fn encoding(name: &str, array: &ArrayRef) -> (ArrayRef, Encoding) {
-    if matches!(name, "id" | "source_line") || matches!(array.dtype(), ArrowDataType::Decimal(..)) {
-        return (array.clone(), Encoding::Plain);
+    match encoding_of(name) {
+        Some(schema::Encoding::Plain | schema::Encoding::PlainUncompressed) => {
+            return (array.clone(), Encoding::Plain);
+        }
+        Some(schema::Encoding::Codes) => {
+            if let Some(codes) = array.as_any().downcast_ref::<PrimitiveArray<i32>>()
+                && let Some(texts) = enum_dictionary(name, codes)
+            {
+                return (texts, Encoding::RleDictionary);
+            }
+        }
+        Some(schema::Encoding::Dictionary) | None => {}
     }
-    if let Some(codes) = array.as_any().downcast_ref::<PrimitiveArray<i32>>()
-        && let Some(texts) = enum_dictionary(name, codes)
-    {
-        return (texts, Encoding::RleDictionary);
+    if matches!(array.dtype(), ArrowDataType::Decimal(..)) {
+        // polars cannot dictionary-encode decimals.
+        return (array.clone(), Encoding::Plain);
     }
     let one = array.as_any().downcast_ref::<Utf8ViewArray>().and_then(one_value);
     (one.unwrap_or_else(|| array.clone()), Encoding::RleDictionary)
 }
 
-/// How column `name` is compressed: LZ4, but for the ids, random hexadecimal that LZ4
-/// cannot shrink (it spent a third of its time on them to save 5%).
+/// How column `name` is compressed: LZ4, but for a column the schema says LZ4 cannot shrink.
 fn compression(name: &str) -> CompressionOptions {
-    if name == "id" { CompressionOptions::Uncompressed } else { OPTIONS.compression }
+    match encoding_of(name) {
+        Some(schema::Encoding::PlainUncompressed) => CompressionOptions::Uncompressed,
+        _ => OPTIONS.compression,
+    }
 }
 
-/// The texts of the codes of [`ENUMS`] column `name`, as a dictionary of the values present
+/// The texts of the codes of enum column `name`, as a dictionary of the values present
 /// (so that the column's statistics are those of its texts); `None` for another column.
 fn enum_dictionary(name: &str, codes: &PrimitiveArray<i32>) -> Option<ArrayRef> {
     // The key of each code met so far: codes are indexes into a type's short `ALL`.

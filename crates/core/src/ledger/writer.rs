@@ -499,7 +499,7 @@ impl Sink for BatchSink<'_> {
             let mut record = vec![
                 error.location.line.to_string(),
                 error.location.column.clone().unwrap_or_default(),
-                error.message.clone(),
+                error.problem.to_string(),
             ];
             record.extend(cells);
             rejects.csv.write_record(&record).map_err(|e| csv_error(&rejects.path, e))?;

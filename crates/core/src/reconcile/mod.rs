@@ -38,7 +38,7 @@ pub use checks::{
 use crate::charge::ControlTotal;
 use crate::charge::{Charge, YearMonth};
 use crate::config::Config;
-use crate::error::{Error, ErrorKind, Location, Result, RowError};
+use crate::error::{Error, ErrorKind, Location, Result, RowError, RowProblem};
 use crate::parse::parse_amount;
 
 /// What a discrepancy's figures count.
@@ -273,10 +273,11 @@ pub fn read_statement(path: &Path) -> Result<Vec<StatementLine>> {
         .map(|h| h.trim().trim_start_matches('\u{feff}').to_owned())
         .collect();
     if header != want {
-        let bad = RowError {
-            location: Location::line(path, 1),
-            message: format!("the header must be {}, not {}", want.join(","), header.join(",")),
+        let problem = RowProblem::StatementHeader {
+            want: want.join(",").into(),
+            found: header.join(",").into(),
         };
+        let bad = RowError::new(Location::line(path, 1), problem);
         return Err(ErrorKind::InvalidLines { errors: vec![bad], total: 1 }.into());
     }
     let mut lines = Vec::new();
@@ -287,22 +288,21 @@ pub fn read_statement(path: &Path) -> Result<Vec<StatementLine>> {
         })?;
         let n = record.position().map_or(0, |p| p.line());
         let cell = |i: usize| record.get(i).unwrap_or("").trim();
-        let at = |column: &str, message: String| RowError {
-            location: Location::line(path, n).with_column(column),
-            message,
+        let at = |column: &str, problem: RowProblem| {
+            RowError::new(Location::line(path, n).with_column(column), problem)
         };
-        let month = cell(2).parse::<YearMonth>().map_err(|m| at("month", m));
+        let month = cell(2).parse::<YearMonth>().map_err(|m| at("month", RowProblem::Month(m)));
         let total = match parse_amount(cell(4)) {
             Ok(Some(t)) => Ok(t),
-            Ok(None) => Err(at("total", "is empty".into())),
-            Err(m) => Err(at("total", m)),
+            Ok(None) => Err(at("total", RowProblem::Empty)),
+            Err(m) => Err(at("total", RowProblem::Amount(m))),
         };
         let platform = (!cell(0).is_empty())
             .then(|| cell(0).to_owned())
-            .ok_or_else(|| at("platform", "is empty".into()));
+            .ok_or_else(|| at("platform", RowProblem::Empty));
         let currency = (!cell(3).is_empty())
             .then(|| cell(3).to_owned())
-            .ok_or_else(|| at("currency", "is empty".into()));
+            .ok_or_else(|| at("currency", RowProblem::Empty));
         match (platform, month, currency, total) {
             (Ok(platform), Ok(month), Ok(currency), Ok(total)) => lines.push(StatementLine {
                 location: Line { file: path.display().to_string(), line: n },

@@ -7,10 +7,13 @@ use std::collections::HashMap;
 use chrono::{DateTime, Datelike, Duration, Utc};
 
 use super::*;
+use rust_decimal::Decimal;
+
 use crate::charge::Charge;
 use crate::charge::{Category, Kind, Pricing, YearMonth, local_midnight};
-use crate::error::{Result, RowError};
+use crate::error::{Result, RowError, RowProblem};
 use crate::import::row::Row;
+use crate::parse::NumberFormat;
 
 /// A charge read from a row, with the row's native id when the format has one.
 #[derive(Debug, Clone)]
@@ -176,7 +179,13 @@ fn direction(
         Some(d) if sign.income.iter().any(|w| d.contains(w.as_str())) => Direction::Income,
         Some(d) => {
             let words = [sign.expense.join("/"), sign.income.join("/")];
-            return Err(row.error(i, format!("{d:?} is neither {} nor {}", words[0], words[1])));
+            return Err(row.error(
+                i,
+                RowProblem::NotDirection {
+                    text: d.to_string(),
+                    words: Box::new([words[0].to_string(), words[1].to_string()]),
+                },
+            ));
         }
         None if billed.is_sign_negative() => Direction::Expense,
         None => Direction::Income,
@@ -253,8 +262,8 @@ impl Parser<'_> {
         {
             return Ok(Some(*at));
         }
-        let at =
-            crate::parse::parse_time(&text, self.profile.zone).map_err(|m| row.error(col, m))?;
+        let at = crate::parse::parse_time(&text, self.profile.zone)
+            .map_err(|m| row.error(col, RowProblem::Time(m)))?;
         let window = row.window();
         if !window.holds(at.with_timezone(&self.profile.zone).year()) {
             return Err(row.error(col, window.refusal(&text)));
@@ -311,11 +320,11 @@ impl Parser<'_> {
     ) -> Result<Span, RowError> {
         let p = self.profile;
         let Some(mut start) = self.first_time(row, texts, &p.start)? else {
-            return Err(row.error(p.start[0], "is empty"));
+            return Err(row.error(p.start[0], RowProblem::Empty));
         };
         let mut end = self.first_time(row, texts, &p.end)?.unwrap_or(start);
         if end < start {
-            return Err(row.error(p.end[0], "is before the start of the charge"));
+            return Err(row.error(p.end[0], RowProblem::EndBeforeStart));
         }
         let rule = p.spec.times.rules.iter().find(|r| {
             (r.category.is_empty() || r.category.contains(&category))
@@ -348,15 +357,16 @@ impl Parser<'_> {
         let p = self.profile;
         let (f, tz) = (&p.fields, p.zone);
         if let Some(i) = f.billing_period.filter(|&i| row.has(i)) {
-            let text = texts[i].as_deref().ok_or_else(|| row.error(i, "is empty"))?;
-            let month = text.parse::<YearMonth>().map_err(|m| row.error(i, m))?;
+            let text = texts[i].as_deref().ok_or_else(|| row.error(i, RowProblem::Empty))?;
+            let month =
+                text.parse::<YearMonth>().map_err(|m| row.error(i, RowProblem::Month(m)))?;
             if !row.window().holds(month.year()) {
                 return Err(row.error(i, row.window().refusal(text)));
             }
             return Ok(month);
         }
         if let Some(i) = f.period_time.filter(|&i| row.has(i)) {
-            let t = self.time(row, texts, i)?.ok_or_else(|| row.error(i, "is empty"))?;
+            let t = self.time(row, texts, i)?.ok_or_else(|| row.error(i, RowProblem::Empty))?;
             return Ok(YearMonth::of(t, tz));
         }
         Ok(match p.spec.period.from.as_deref() {
@@ -422,6 +432,58 @@ impl Parser<'_> {
     }
 }
 
+/// The amount in column `i`, read with the profile's number format; `None` when empty.
+fn amount_at(
+    row: &Row<'_>,
+    texts: &[Option<Cow<'_, str>>],
+    i: usize,
+    numbers: NumberFormat,
+) -> Result<Option<Decimal>, RowError> {
+    match cell(row, texts, i)? {
+        Some(text) => crate::parse::parse_amount_with(&text, numbers)
+            .map_err(|m| row.error(i, RowProblem::Amount(m))),
+        None => Ok(None),
+    }
+}
+
+/// The billed and list amounts, the billed one with the sign the direction column gives
+/// (when the profile has one), and that direction.
+fn money(
+    p: &Profile,
+    row: &Row<'_>,
+    texts: &[Option<Cow<'_, str>>],
+) -> Result<(Decimal, Option<Decimal>, Option<Direction>), RowError> {
+    let (f, numbers) = (&p.fields, p.number_format());
+    let billed = amount_at(row, texts, f.billed_cost, numbers)?
+        .ok_or_else(|| row.error(f.billed_cost, RowProblem::NoAmount))?;
+    let list = match f.list_cost {
+        Some(i) => amount_at(row, texts, i, numbers)?,
+        None => None,
+    };
+    let direction = direction(p, row, texts, billed)?;
+    let billed = match direction {
+        Some(Direction::Expense) => billed.abs(),
+        Some(Direction::Income) => -billed.abs(),
+        None => billed,
+    };
+    Ok((billed, list, direction))
+}
+
+/// The GPU count in column `i` (its whole part), if the profile has one.
+fn gpu_count(
+    row: &Row<'_>,
+    texts: &[Option<Cow<'_, str>>],
+    i: Option<usize>,
+    numbers: NumberFormat,
+) -> Result<Option<u16>, RowError> {
+    let Some(i) = i else { return Ok(None) };
+    amount_at(row, texts, i, numbers)?
+        .map(|n| {
+            u16::try_from(n.trunc().mantissa()).map_err(|_| row.error(i, RowProblem::NotGpuCount))
+        })
+        .transpose()
+}
+
 impl Parser<'_> {
     /// A row into `out`, in the steps of the module docs: cells, money and sign, kind,
     /// category and pricing, instance and resource, times and span, billing period, GPU,
@@ -437,25 +499,11 @@ impl Parser<'_> {
         let f = &p.fields;
         let texts = self.cells(row)?;
         let numbers = p.number_format();
-        let amount = |texts: &[Option<Cow<'_, str>>], i: usize| match cell(row, texts, i)? {
-            Some(text) => {
-                crate::parse::parse_amount_with(&text, numbers).map_err(|m| row.error(i, m))
-            }
-            None => Ok(None),
-        };
         let amount_of = |texts: &[Option<Cow<'_, str>>], i: Option<usize>| match i {
-            Some(i) => amount(texts, i),
+            Some(i) => amount_at(row, texts, i, numbers),
             None => Ok(None),
         };
-        let mut billed = amount(&texts, f.billed_cost)?
-            .ok_or_else(|| row.error(f.billed_cost, "has no amount"))?;
-        let mut list = amount_of(&texts, f.list_cost)?;
-        let direction = direction(p, row, &texts, billed)?;
-        match direction {
-            Some(Direction::Expense) => billed = billed.abs(),
-            Some(Direction::Income) => billed = -billed.abs(),
-            None => {}
-        }
+        let (mut billed, mut list, direction) = money(p, row, &texts)?;
         let mut facts = Facts { texts, direction, kind: None, category: None };
         let (kind, category, pricing) = self.classify(&mut facts);
         if p.spec.sign.negative_kinds.contains(&kind) {
@@ -469,15 +517,7 @@ impl Parser<'_> {
         let billing_period =
             self.billing_period(row, &facts.texts, posted.unwrap_or(start), start)?;
         let gpu_model = gpu_model(p, &facts, category);
-        let gpu_count = match f.gpu_count {
-            Some(i) => amount(&facts.texts, i)?
-                .map(|n| {
-                    u16::try_from(n.trunc().mantissa())
-                        .map_err(|_| row.error(i, "is not a GPU count"))
-                })
-                .transpose()?,
-            None => None,
-        };
+        let gpu_count = gpu_count(row, &facts.texts, f.gpu_count, numbers)?;
         let item = p.item.iter().find_map(|&i| facts.texts[i].as_deref()).unwrap_or("");
         let text = |i: Option<usize>| i.and_then(|i| facts.texts[i].as_deref());
         let file = self.file.get_or_insert_with(|| row.path().display().to_string());
