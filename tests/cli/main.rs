@@ -204,7 +204,9 @@ fn bad_input_exits_2_with_its_location_and_leaves_the_ledger_untouched() {
 fn a_crash_before_the_manifest_is_committed_leaves_the_ledger_as_before() {
     // Parquet written but not moved into `charges/` (what DuckDB reads), then moved but the
     // manifest not replaced: either way the ledger shows nothing of the batch.
-    for (failpoint, orphan_under) in [("before-publish", "tmp"), ("before-commit", "charges")] {
+    // Each crash leaves the batch's Parquet file and its rollup, where the crash found them.
+    let cases = [("before-publish", ["tmp", "tmp"]), ("before-commit", ["charges", "rollups"])];
+    for (failpoint, orphan_under) in cases {
         let dir = workdir();
         let ok = gpuaudit(dir.path(), &["import", "fixtures/autodl/valid/two_days.csv"]);
         assert_eq!(ok.status.code(), Some(0));
@@ -219,8 +221,13 @@ fn a_crash_before_the_manifest_is_committed_leaves_the_ledger_as_before() {
         assert!(!crashed.status.success(), "{failpoint}: the failpoint aborts the process");
         let after_crash = snapshot(&ledger);
         let orphans: Vec<_> = after_crash.keys().filter(|p| !before.contains_key(*p)).collect();
-        assert_eq!(orphans.len(), 1, "{failpoint}: the crash left its Parquet file: {orphans:?}");
-        assert!(orphans[0].starts_with(ledger.join(orphan_under)), "{failpoint}: {orphans:?}");
+        assert_eq!(orphans.len(), 2, "{failpoint}: the crash left its files: {orphans:?}");
+        let mut found: Vec<bool> = orphan_under
+            .iter()
+            .map(|under| orphans.iter().any(|p| p.starts_with(ledger.join(under))))
+            .collect();
+        found.dedup();
+        assert_eq!(found, [true], "{failpoint}: {orphans:?}");
         assert_eq!(
             after_crash[&ledger.join("manifest.json")],
             before[&ledger.join("manifest.json")]
@@ -233,7 +240,7 @@ fn a_crash_before_the_manifest_is_committed_leaves_the_ledger_as_before() {
         // The next writer sweeps the orphan and imports the file for real.
         let retry = gpuaudit(dir.path(), &["import", "fixtures/aliyun/valid/english_headers.csv"]);
         assert_eq!(retry.status.code(), Some(0), "{}", stderr(&retry));
-        assert!(!orphans[0].exists(), "{failpoint}: the orphan was swept");
+        assert!(orphans.iter().all(|p| !p.exists()), "{failpoint}: the orphans were swept");
         assert!(!ledger.join("tmp").exists(), "{failpoint}: no scratch folder is left");
         let csv = gpuaudit(dir.path(), &["summary", "--by", "platform", "--format", "csv"]);
         assert_eq!(

@@ -299,14 +299,34 @@ fn a_ledger_with_a_file_it_cannot_read_is_repaired_by_removing_its_batch() {
         "{}",
         stdout(&clean)
     );
+    let rollup = manifest["batches"][1]["rollup"].as_str().unwrap().to_owned();
     std::fs::write(ledger.join(&part), b"PAR1 not a parquet file PAR1").unwrap();
-    let summary = gpuaudit(dir.path(), &["summary"]);
-    assert_eq!(summary.status.code(), Some(2));
-    let err = stderr(&summary);
+    // What reads the charges fails, naming the file and the way out; the summary, which
+    // reads the batch's rollup, still answers, and verify finds the damage.
+    let waste = gpuaudit(dir.path(), &["waste", "--month", "2024-05"]);
+    assert_eq!(waste.status.code(), Some(2));
+    let err = stderr(&waste);
     assert!(
         err.contains(&part) && err.contains(&format!("`gpuaudit ledger --remove {batch}`")),
         "{err}"
     );
+    assert_eq!(gpuaudit(dir.path(), &["summary"]).status.code(), Some(0));
+    let good_rollup = std::fs::read(ledger.join(&rollup)).unwrap();
+    std::fs::write(ledger.join(&rollup), b"PAR1 not a parquet file PAR1").unwrap();
+    let summary = gpuaudit(dir.path(), &["summary"]);
+    assert_eq!(summary.status.code(), Some(2));
+    let err = stderr(&summary);
+    assert!(
+        err.contains(&rollup) && err.contains(&format!("`gpuaudit ledger --remove {batch}`")),
+        "{err}"
+    );
+    let verify = gpuaudit(dir.path(), &["ledger", "--verify"]);
+    assert!(
+        stdout(&verify).contains(&format!("{rollup}: cannot be read: ")),
+        "{}",
+        stdout(&verify)
+    );
+    std::fs::write(ledger.join(&rollup), good_rollup).unwrap();
     let verify = gpuaudit(dir.path(), &["ledger", "--verify"]);
     assert_eq!(verify.status.code(), Some(1));
     assert!(stdout(&verify).contains(&format!("{part}: cannot be read: ")), "{}", stdout(&verify));

@@ -13,6 +13,8 @@ use rust_decimal::Decimal;
 use rust_decimal_macros::dec;
 
 mod formats;
+#[cfg(feature = "store")]
+mod read_side;
 mod reconcile;
 #[cfg(feature = "store")]
 mod store;

@@ -100,7 +100,7 @@ pub fn summarize<'a>(
             money::add(entry.1, c.list_cost.unwrap_or(c.billed_cost), "the summary's list cost")?;
         entry.2 += 1;
     }
-    let mut rows: Vec<SummaryRow> = groups
+    let rows: Vec<SummaryRow> = groups
         .into_iter()
         .map(|((keys, currency), (billed, list, n))| SummaryRow {
             keys,
@@ -110,13 +110,19 @@ pub fn summarize<'a>(
             charges: n,
         })
         .collect();
+    Ok(sorted(rows))
+}
+
+/// Summary rows in the order a summary prints them: largest billed cost first, then by keys
+/// and currency.
+pub(crate) fn sorted(mut rows: Vec<SummaryRow>) -> Vec<SummaryRow> {
     rows.sort_by(|a, b| {
         b.billed_cost
             .cmp(&a.billed_cost)
             .then_with(|| a.keys.cmp(&b.keys))
             .then_with(|| a.currency.cmp(&b.currency))
     });
-    Ok(rows)
+    rows
 }
 
 /// A span of time as people write it, rounded to the minute: `5 h`, `2 d 4 h`, `1 h 30 min`,

@@ -3,8 +3,8 @@
 use crate::error::CliError;
 use std::process::ExitCode;
 
-use gpuaudit_core::ledger::{LoadFilter, Store};
-use gpuaudit_core::report::{GroupKey, money_text, summarize};
+use gpuaudit_core::ledger::Store;
+use gpuaudit_core::report::money_text;
 
 use crate::render::{Align, emit, table};
 
@@ -73,13 +73,13 @@ fn verify(store: &Store) -> Result<ExitCode, CliError> {
 
 /// The batches, then charges and spend per month and platform.
 fn show(store: &Store) -> Result<ExitCode, CliError> {
-    let manifest = store.manifest()?;
-    let charges = store.load(&LoadFilter::default())?;
+    let overview = store.overview()?;
+    let manifest = &overview.manifest;
     let mut out = format!(
         "ledger {}: {} batches, {} charges\n",
         store.root().display(),
         manifest.batches.len(),
-        charges.len()
+        overview.charges
     );
     if manifest.batches.is_empty() {
         out.push_str("empty: run `gpuaudit import FILES…` first\n");
@@ -100,7 +100,8 @@ fn show(store: &Store) -> Result<ExitCode, CliError> {
         &[Align::Left, Align::Left, Align::Right, Align::Left],
         &batches,
     ));
-    let rows: Vec<Vec<String>> = summarize(&charges, &[GroupKey::Month, GroupKey::Platform])?
+    let rows: Vec<Vec<String>> = overview
+        .spend
         .into_iter()
         .map(|r| {
             let mut c: Vec<String> = r.keys.into_iter().map(Option::unwrap_or_default).collect();

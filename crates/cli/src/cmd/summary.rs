@@ -11,7 +11,7 @@ use std::process::ExitCode;
 
 use gpuaudit_core::YearMonth;
 use gpuaudit_core::ledger::{LoadFilter, Store};
-use gpuaudit_core::report::{GroupKey, SummaryRow, money_text, summarize};
+use gpuaudit_core::report::{GroupKey, SummaryRow, money_text};
 
 use crate::cmd::usage;
 use crate::render::{Align, Format, csv, emit, markdown, table};
@@ -38,8 +38,7 @@ pub fn run(store: &Store, args: SummaryArgs) -> Result<ExitCode, CliError> {
     if let Some(month) = &args.month {
         filter.months.push(month.parse::<YearMonth>().map_err(usage)?);
     }
-    let charges = store.load(&filter)?;
-    let rows = summarize(&charges, &keys)?;
+    let rows = store.summary(&filter, &keys)?;
     emit(&render(&keys, &rows, args.format)?)?;
     Ok(ExitCode::SUCCESS)
 }

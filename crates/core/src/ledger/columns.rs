@@ -21,7 +21,7 @@ fn mantissa_at_scale(d: Decimal) -> i128 {
     d.mantissa() * 10i128.pow(MAX_SCALE.saturating_sub(d.scale()))
 }
 
-fn decimal_from_mantissa(mut v: i128, scale: u32) -> Result<Decimal, String> {
+pub(crate) fn decimal_from_mantissa(mut v: i128, scale: u32) -> Result<Decimal, String> {
     let mut scale = scale;
     while scale > 0 && v % 10 == 0 {
         v /= 10;

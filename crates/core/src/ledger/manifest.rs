@@ -42,6 +42,31 @@ pub struct Batch {
     pub files: Vec<PartFile>,
     /// Reject files written, relative to the ledger folder.
     pub rejects: Vec<String>,
+    /// The batch's rollup (its spend summed by every key a summary asks for), relative to
+    /// the ledger folder; absent for a batch written before rollups, or with too many groups.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rollup: Option<String>,
+    /// The batch's spend by month, platform and currency (payments left out); absent for a
+    /// batch written before it was recorded.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub spend: Option<Vec<Spend>>,
+}
+
+/// The spend of a batch in one month, platform and currency.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Spend {
+    /// Billing month.
+    pub month: String,
+    /// Platform.
+    pub platform: String,
+    /// Currency.
+    pub currency: String,
+    /// Sum of billed cost.
+    pub billed_cost: Decimal,
+    /// Sum of list cost (billed cost where the bill gives none).
+    pub list_cost: Decimal,
+    /// Number of charges.
+    pub charges: u64,
 }
 
 /// A bill file read by a batch.

@@ -47,8 +47,10 @@ mod cases;
 mod columns;
 mod manifest;
 mod part;
+mod query;
 mod reader;
 mod repair;
+mod rollup;
 mod schema;
 mod writer;
 
@@ -59,7 +61,8 @@ use std::path::{Path, PathBuf};
 use chrono::Utc;
 use rust_decimal::Decimal;
 
-pub use manifest::{Batch, Manifest, PartFile, SourceFile};
+pub use manifest::{Batch, Manifest, PartFile, SourceFile, Spend};
+pub use query::Overview;
 pub use repair::{Problem, Verified};
 pub use schema::COLUMNS;
 pub use writer::Writer;
@@ -79,6 +82,8 @@ pub const DEFAULT_DIR: &str = ".gpuaudit";
 const MANIFEST: &str = "manifest.json";
 const MANIFEST_TMP: &str = "manifest.json.tmp";
 const LOCK: &str = "LOCK";
+/// The folder of the batches' rollups (see `rollup`).
+const ROLLUPS: &str = "rollups";
 /// Scratch files of a writer (spilled id runs), removed when it ends or by the next writer.
 const TMP: &str = "tmp";
 
@@ -209,10 +214,10 @@ impl Store {
         let named: HashSet<PathBuf> = manifest
             .batches
             .iter()
-            .flat_map(|b| b.files.iter().map(|p| &p.path).chain(&b.rejects))
+            .flat_map(|b| b.files.iter().map(|p| &p.path).chain(&b.rejects).chain(&b.rollup))
             .map(|p| self.root.join(p))
             .collect();
-        for top in ["charges", "rejects", TMP] {
+        for top in ["charges", "rejects", ROLLUPS, TMP] {
             remove_unnamed(&self.root.join(top), &named)?;
         }
         let tmp = self.root.join(MANIFEST_TMP);

@@ -6,13 +6,17 @@
 //!   no part file, so it repairs a ledger whose files cannot be read.
 //! - [`Store::verify`] checks every file the manifest names: it exists, reads as a part file
 //!   of the ledger's schema, has the rows the manifest says, and holds ids no other charge
-//!   has. It writes nothing and takes no lock.
+//!   has; and that the batch's rollup reads and sums to what its part files hold. It writes
+//!   nothing and takes no lock.
 
 use std::fs;
 
 use super::manifest::replace_manifest;
+use polars::prelude::DataFrame;
+
 use super::reader::read_parquet;
-use super::{Batch, MANIFEST, Store, TMP, columns, sync_dir};
+use super::rollup::Rollup;
+use super::{Batch, MANIFEST, PartFile, Store, TMP, columns, sync_dir};
 use crate::error::{Error, Result};
 use crate::ids::{Claim, IdIndex};
 
@@ -73,6 +77,7 @@ impl Store {
                 message,
             };
             let mut rows = 0;
+            let mut rollup = Rollup::unlimited();
             for part in &batch.files {
                 out.files += 1;
                 rows += part.rows;
@@ -83,6 +88,7 @@ impl Store {
                 }
                 let charges = match read_parquet(&path, None)
                     .map_err(|e| e.to_string())
+                    .and_then(|df| add_to(&mut rollup, part, &df).map(|()| df))
                     .and_then(|df| columns::from_frame(&df))
                 {
                     Ok(charges) => charges,
@@ -121,6 +127,11 @@ impl Store {
                 let m = format!("its files hold {rows} charges, the batch says {}", batch.rows);
                 out.problems.push(problem(MANIFEST, m));
             }
+            // A part file already found wrong explains a rollup that does not match it.
+            let parts_ok = out.problems.iter().all(|p| p.batch != batch.id);
+            if let Some(m) = self.rollup_problem(batch, parts_ok.then_some(&rollup)) {
+                out.problems.push(problem(batch.rollup.as_deref().unwrap_or(MANIFEST), m));
+            }
             for reject in &batch.rejects {
                 if !self.root.join(reject).is_file() {
                     out.problems.push(problem(reject, "is missing".into()));
@@ -129,4 +140,27 @@ impl Store {
         }
         Ok(out)
     }
+
+    /// What is wrong with `batch`'s rollup file, `computed` being the rollup of its part
+    /// files (when they all read): missing, unreadable, or summing to something else.
+    fn rollup_problem(&self, batch: &Batch, computed: Option<&Rollup>) -> Option<String> {
+        let rel = batch.rollup.as_deref()?;
+        let path = self.root.join(rel);
+        if !path.is_file() {
+            return Some("is missing".into());
+        }
+        let mut read = Rollup::unlimited();
+        if let Err(e) = Rollup::read(&path, &Default::default(), &mut read) {
+            return Some(format!("cannot be read: {e}"));
+        }
+        computed
+            .filter(|computed| read.rows() != computed.rows())
+            .map(|_| "does not sum to what the batch's part files hold".into())
+    }
+}
+
+/// Adds part file `part`'s frame to `rollup`.
+fn add_to(rollup: &mut Rollup, part: &PartFile, df: &DataFrame) -> Result<(), String> {
+    let month = part.month.parse()?;
+    rollup.add_frame(month, &part.platform, df).map_err(|e| e.to_string())
 }

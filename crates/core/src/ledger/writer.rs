@@ -11,7 +11,8 @@ use polars::prelude::{BooleanChunked, DataFrame};
 
 use super::columns::{self, FrameBuilder};
 use super::manifest::{Batch, Manifest, PartFile, SourceFile, replace_manifest};
-use super::{FLUSH_ROWS, ImportOptions, MANIFEST_TMP, TMP, Totals, io, part, sync_dir};
+use super::rollup::Rollup;
+use super::{FLUSH_ROWS, ImportOptions, MANIFEST_TMP, ROLLUPS, TMP, Totals, io, part, sync_dir};
 use crate::charge::{Charge, ChargeId, YearMonth};
 use crate::error::{Error, ErrorKind, MAX_LISTED_ROW_ERRORS, Result, RowError};
 use crate::ids::IdIndex;
@@ -51,15 +52,20 @@ pub struct Writer {
     pub(super) sources: Vec<SourceFile>,
     pub(super) totals: Totals,
     parquet: Option<ParquetThread>,
+    /// The rollup of the part files written so far.
+    rollup: Rollup,
+    /// The rollup file written at commit, relative to the ledger folder.
+    rollup_file: Option<String>,
 }
 
-/// Columns waiting to be written, and where.
-type ParquetJob = (PathBuf, DataFrame);
+/// Columns waiting to be written, where, and their partition.
+type ParquetJob = (PathBuf, DataFrame, YearMonth, String);
 
-/// The thread that turns buffered charges into Parquet part files, one batch behind parsing.
+/// The thread that turns buffered charges into Parquet part files, one batch behind parsing,
+/// and sums them into the batch's rollup.
 struct ParquetThread {
     jobs: std::sync::mpsc::SyncSender<ParquetJob>,
-    thread: std::thread::JoinHandle<Result<()>>,
+    thread: std::thread::JoinHandle<Result<Rollup>>,
 }
 
 impl ParquetThread {
@@ -69,10 +75,14 @@ impl ParquetThread {
         // output run on this one thread). Memory holds at most three flushes' worth.
         let (jobs, queue) = std::sync::mpsc::sync_channel::<ParquetJob>(1);
         let thread = std::thread::spawn(move || {
-            for (path, mut frame) in queue {
+            let mut rollup = Rollup::new();
+            for (path, mut frame, month, platform) in queue {
+                rollup.add_frame(month, &platform, &frame).map_err(|source| {
+                    Error::from(ErrorKind::Parquet { path: path.clone(), source })
+                })?;
                 write_part(&path, &mut frame)?;
             }
-            Ok(())
+            Ok(rollup)
         });
         ParquetThread { jobs, thread }
     }
@@ -124,6 +134,8 @@ impl Writer {
             sources: Vec::new(),
             totals: Totals::new(),
             parquet: None,
+            rollup: Rollup::new(),
+            rollup_file: None,
         }
     }
 
@@ -229,11 +241,11 @@ impl Writer {
             self.parts.push(PartFile {
                 path: rel,
                 month: month.to_string(),
-                platform,
+                platform: platform.clone(),
                 rows: frame.height() as u64,
             });
             let parquet = self.parquet.get_or_insert_with(ParquetThread::start);
-            if parquet.jobs.send((path, frame)).is_err() {
+            if parquet.jobs.send((path, frame, month, platform)).is_err() {
                 // The thread stopped on an error: `finish_parquet` reports it.
                 return self.finish_parquet();
             }
@@ -256,6 +268,14 @@ impl Writer {
             }
             io(&target, fs::rename(self.staging(n), &target))?;
         }
+        if let Some(rel) = &self.rollup_file {
+            let target = self.root.join(rel);
+            if let Some(dir) = target.parent() {
+                io(dir, fs::create_dir_all(dir))?;
+            }
+            io(&target, fs::rename(self.rollup_staging(), &target))?;
+            sync_dir(&self.root.join(ROLLUPS))?;
+        }
         // Each partition folder once: a batch has a part file every FLUSH_ROWS rows, and
         // syncing the same folder after each of them took a millisecond a time.
         let dirs: BTreeSet<&Path> =
@@ -266,17 +286,40 @@ impl Writer {
         Ok(())
     }
 
-    /// Waits for the Parquet thread to write what it was given; its first error, if any.
+    /// Waits for the Parquet thread to write what it was given, and takes its rollup; its
+    /// first error, if any.
     fn finish_parquet(&mut self) -> Result<()> {
         match self.parquet.take() {
             None => Ok(()),
             Some(ParquetThread { jobs, thread, .. }) => {
                 drop(jobs);
-                thread.join().unwrap_or_else(|_| {
+                let rollup = thread.join().unwrap_or_else(|_| {
                     Err(Error::ledger(&self.root, "the Parquet writer thread panicked"))
-                })
+                })?;
+                self.rollup.merge(rollup);
+                Ok(())
             }
         }
+    }
+
+    /// Writes the batch's rollup under `rollups/` (when it is whole and not empty); the
+    /// manifest names it at commit.
+    fn write_rollup(&mut self) -> Result<()> {
+        if !self.rollup.is_whole() || self.parts.is_empty() {
+            return Ok(());
+        }
+        let path = self.rollup_staging();
+        if let Some(dir) = path.parent() {
+            io(dir, fs::create_dir_all(dir))?;
+        }
+        self.rollup.write(&path)?;
+        self.rollup_file = Some(format!("{ROLLUPS}/{}.parquet", self.batch));
+        Ok(())
+    }
+
+    /// Where the rollup is written before the batch is committed (see [`Writer::staging`]).
+    fn rollup_staging(&self) -> PathBuf {
+        self.root.join(TMP).join(&self.batch).join("rollup.parquet")
     }
 
     fn start_rejects(&mut self, path: &Path, header: &[String]) -> Result<RejectFile> {
@@ -314,7 +357,9 @@ impl Writer {
         for n in 0..self.parts.len() {
             let _ = fs::remove_file(self.staging(n));
         }
-        let written = self.parts.iter().map(|p| &p.path).chain(&self.rejects);
+        let _ = fs::remove_file(self.rollup_staging());
+        let written =
+            self.parts.iter().map(|p| &p.path).chain(&self.rejects).chain(&self.rollup_file);
         for rel in written {
             let path = self.root.join(rel);
             let _ = fs::remove_file(&path);
@@ -329,12 +374,14 @@ impl Writer {
         }
         self.parts.clear();
         self.rejects.clear();
+        self.rollup_file = None;
     }
 
     /// Writes what is buffered and commits the batch by replacing the manifest. Returns the
     /// batch id, or `None` when the batch added nothing (then nothing changes).
     pub(super) fn commit(mut self) -> Result<Option<String>> {
-        let written = self.flush().and_then(|()| self.finish_parquet());
+        let written =
+            self.flush().and_then(|()| self.finish_parquet()).and_then(|()| self.write_rollup());
         if let Err(e) = written {
             self.abort();
             return Err(e);
@@ -356,6 +403,8 @@ impl Writer {
             months: months.into_iter().collect(),
             files: self.parts.clone(),
             rejects: self.rejects.clone(),
+            rollup: self.rollup_file.clone(),
+            spend: self.rollup.spend(),
         };
         let mut manifest = std::mem::take(&mut self.manifest);
         manifest.version = 1;

@@ -361,6 +361,7 @@ impl Profile {
             locations: self.instance.iter().map(|(_, _, re)| re.capture_locations()).collect(),
             texts: Vec::new(),
             unmapped: None,
+            unmapped_bytes: Vec::new(),
         }
     }
     /// Whether each row is read on its own (no rule looks at other rows): the rows of a big

@@ -143,6 +143,8 @@ pub(crate) struct Parser<'p> {
     pub(super) texts: Vec<Option<Cow<'static, str>>>,
     /// The file's columns the profile does not read, by name (see [`Parsed::unmapped`]).
     pub(super) unmapped: Option<Vec<(usize, String)>>,
+    /// The bytes of a row's unmapped cells, kept (empty) for the next row.
+    pub(super) unmapped_bytes: Vec<u8>,
 }
 
 /// The hash of a row's non-empty cells among `unmapped` (index, lower-case name), in name
@@ -151,17 +153,21 @@ pub(crate) struct Parser<'p> {
 pub(super) fn unmapped_key(
     row: &Row<'_>,
     unmapped: &[(usize, String)],
+    bytes: &mut Vec<u8>,
 ) -> Result<Option<u128>, RowError> {
-    let mut hasher: Option<xxhash_rust::xxh3::Xxh3> = None;
+    // The bytes are gathered and hashed at once: the same hash as xxh3's streaming state,
+    // which is 600 bytes to set up a row.
+    bytes.clear();
+    let mut any = false;
     for (i, name) in unmapped {
         let Some(text) = row.unmapped_cell(*i)? else { continue };
-        let h = hasher.get_or_insert_with(xxhash_rust::xxh3::Xxh3::new);
-        h.update(name.as_bytes());
-        h.update(&[0x1f]);
-        h.update(text.as_bytes());
-        h.update(&[0x1e]);
+        any = true;
+        bytes.extend_from_slice(name.as_bytes());
+        bytes.push(0x1f);
+        bytes.extend_from_slice(text.as_bytes());
+        bytes.push(0x1e);
     }
-    Ok(hasher.map(|h| h.digest128()))
+    Ok(any.then(|| xxhash_rust::xxh3::xxh3_128(bytes)))
 }
 
 /// The row's direction (`[sign] direction`): expense or income by the column's words; a row
@@ -396,7 +402,7 @@ impl Parser<'_> {
             Some(_) => None,
             None => {
                 let unmapped = self.unmapped.get_or_insert_with(|| row.unmapped());
-                unmapped_key(row, unmapped)?
+                unmapped_key(row, unmapped, &mut self.unmapped_bytes)?
             }
         };
         Ok(())

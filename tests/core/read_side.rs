@@ -1,0 +1,145 @@
+//! The read side answers from rollups and the manifest exactly what the charges give: on
+//! generated ledgers (several batches, months, accounts, currencies; instances, their disks,
+//! egress billed under a VM's own id; payments), `Store::summary` for every `--by` and month
+//! equals `report::summarize` of `Store::load`, and `Store::overview` its month × platform
+//! view — also for a batch written before rollups (its manifest entry without them).
+
+use std::path::{Path, PathBuf};
+
+use gpuaudit_core::YearMonth;
+use gpuaudit_core::ledger::{ImportOptions, LoadFilter, Store};
+use gpuaudit_core::report::{GroupKey, summarize};
+
+/// A small deterministic generator (the tests must not depend on a random seed).
+struct Lcg(u64);
+
+impl Lcg {
+    fn next(&mut self, n: u64) -> u64 {
+        self.0 = self.0.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+        (self.0 >> 33) % n
+    }
+}
+
+const HEADER: &str = "BillingAccountId,BillingCurrency,BillingPeriodStart,BillingPeriodEnd,\
+ChargePeriodStart,ChargePeriodEnd,ChargeCategory,ChargeClass,ChargeDescription,PricingCategory,\
+PricingQuantity,PricingUnit,ListUnitPrice,ListCost,BilledCost,ResourceId,ResourceType,RegionId,\
+ServiceCategory,ServiceName";
+
+/// A FOCUS export of `rows` charges over April–June 2024: VMs, their disks, snapshots, IPs
+/// and egress (under the VM's id), in two accounts and two currencies, with credits.
+fn focus_bill(dir: &Path, name: &str, seed: u64, rows: usize) -> PathBuf {
+    let mut rng = Lcg(seed);
+    let mut text = format!("{HEADER}\n");
+    for _ in 0..rows {
+        let month = 4 + rng.next(3);
+        let day = 1 + rng.next(28);
+        let hour = rng.next(24);
+        let account = ["111111111111", "222222222222"][rng.next(2) as usize];
+        let currency = if account.starts_with('1') { "USD" } else { "EUR" };
+        let vm = rng.next(6);
+        let (resource, rtype, service_category, service, desc) = match rng.next(5) {
+            0 => {
+                (format!("vm-{vm}"), "Virtual Machine", "Compute", "Virtual Machines", "A100 hours")
+            }
+            1 => (format!("disk-{vm}"), "Disk", "Storage", "Storage", "Premium SSD"),
+            2 => (format!("snap-{}", rng.next(4)), "Snapshot", "Storage", "Storage", "Snapshot"),
+            3 => (format!("ip-{vm}"), "Public IP Address", "Networking", "Virtual Network", "IPv4"),
+            // Egress under the VM's own id: linked to the VM only when the VM is in the window.
+            _ => (format!("vm-{}", rng.next(9)), "NULL", "Networking", "Bandwidth", "Egress"),
+        };
+        let category = if rng.next(10) == 0 { "Credit" } else { "Usage" };
+        let cents = rng.next(1_000_000) as i64;
+        let billed = if category == "Credit" { -cents } else { cents };
+        let list = billed + rng.next(500) as i64;
+        let (start, end) = (
+            format!("2024-{month:02}-{day:02} {hour:02}:00:00"),
+            format!("2024-{month:02}-{day:02} {hour:02}:59:59"),
+        );
+        let amount = |v: i64| {
+            let sign = if v < 0 { "-" } else { "" };
+            format!("{sign}{}.{:06}", v.abs() / 1_000_000, v.abs() % 1_000_000)
+        };
+        text.push_str(&format!(
+            "{account},{currency},2024-{month:02}-01T00:00:00Z,2024-{:02}-01T00:00:00Z,{start},{end},\
+{category},NULL,{desc},Standard,1,Hours,{},{},{},{resource},{rtype},eastus,{service_category},{service}\n",
+            month + 1,
+            amount(list),
+            amount(list),
+            amount(billed),
+        ));
+    }
+    let path = dir.join(name);
+    std::fs::write(&path, text).unwrap();
+    path
+}
+
+fn every_key_list() -> Vec<Vec<GroupKey>> {
+    let mut out = vec![vec![]];
+    for k in GroupKey::ALL {
+        out.push(vec![*k]);
+        for j in GroupKey::ALL {
+            if j != k {
+                out.push(vec![*k, *j]);
+            }
+        }
+    }
+    out.push(GroupKey::ALL.to_vec());
+    out
+}
+
+/// Every summary and the overview agree with the charges, for every month filter.
+fn assert_agrees(store: &Store, what: &str) {
+    let months: Vec<Vec<YearMonth>> = vec![
+        vec![],
+        vec!["2024-04".parse().unwrap()],
+        vec!["2024-05".parse().unwrap(), "2024-06".parse().unwrap()],
+        vec!["2031-01".parse().unwrap()],
+    ];
+    for months in months {
+        let filter = LoadFilter { months: months.clone() };
+        let charges = store.load(&filter).unwrap();
+        for keys in every_key_list() {
+            let want = summarize(&charges, &keys).unwrap();
+            let got = store.summary(&filter, &keys).unwrap();
+            assert_eq!(got, want, "{what}: --by {keys:?}, months {months:?}");
+        }
+    }
+    let overview = store.overview().unwrap();
+    let all = store.load(&LoadFilter::default()).unwrap();
+    assert_eq!(overview.charges, all.len() as u64, "{what}");
+    assert_eq!(overview.spend, summarize(&all, &[GroupKey::Month, GroupKey::Platform]).unwrap());
+}
+
+#[test]
+fn summaries_from_rollups_equal_summaries_of_the_charges() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = Store::open(dir.path().join(".gpuaudit"));
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+    // AutoDL's bill has payments (never spend) and the Alibaba ones instance-linked disks.
+    let examples: Vec<PathBuf> = ["autodl-2024-05.csv", "aliyun-2024-04.csv", "aliyun-2024-05.csv"]
+        .iter()
+        .map(|f| root.join("examples/bills").join(f))
+        .collect();
+    store.import(&examples, &ImportOptions::default()).unwrap();
+    for seed in 1..=3 {
+        let bill = focus_bill(dir.path(), &format!("focus-{seed}.csv"), seed, 400);
+        store.import(&[bill], &ImportOptions::default()).unwrap();
+        assert_agrees(&store, &format!("after batch {seed}"));
+    }
+    let manifest = store.manifest().unwrap();
+    assert_eq!(manifest.batches.len(), 4);
+    assert!(manifest.batches.iter().all(|b| b.rollup.is_some() && b.spend.is_some()));
+    assert!(store.verify().unwrap().problems.is_empty());
+
+    // A ledger written before rollups: its batches say nothing of them.
+    let path = store.root().join("manifest.json");
+    let mut json: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(&path).unwrap()).unwrap();
+    for batch in json["batches"].as_array_mut().unwrap().iter_mut().take(2) {
+        let batch = batch.as_object_mut().unwrap();
+        batch.remove("rollup");
+        batch.remove("spend");
+    }
+    std::fs::write(&path, serde_json::to_vec_pretty(&json).unwrap()).unwrap();
+    assert_agrees(&store, "without rollups for two batches");
+}
