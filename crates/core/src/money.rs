@@ -16,6 +16,8 @@ use rust_decimal::Decimal;
 
 use crate::error::{ErrorKind, Result};
 
+#[cold]
+#[inline(never)]
 fn overflow(what: &str) -> crate::Error {
     ErrorKind::Overflow { what: what.to_owned() }.into()
 }
@@ -26,6 +28,7 @@ fn overflow(what: &str) -> crate::Error {
 /// figures have at most 12, so their sums are exact to the last digit; a pro-rated share
 /// (a quotient of 28 significant digits) is summed exactly to its 12th decimal, and rounded
 /// past it as its division already was.
+#[inline]
 pub fn add(a: Decimal, b: Decimal, what: &str) -> Result<Decimal> {
     let kept = a.scale().max(b.scale()).min(crate::MAX_SCALE);
     match a.checked_add(b) {

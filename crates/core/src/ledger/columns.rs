@@ -38,18 +38,82 @@ pub(crate) struct FrameBuilder {
     rows: usize,
 }
 
-/// The values of one column so far, and the charge field they come from.
+/// The values of one column so far.
 enum Builder {
-    Text(TextColumn, fn(&Charge) -> Option<&str>),
+    Text(TextColumn),
     /// The billing period; nearly every row of a part file has the same month, formatted
     /// once.
     Month(TextColumn, Option<(YearMonth, String)>),
-    Codes(&'static str, Vec<i32>, fn(&Charge) -> i32),
-    Instants(&'static str, Vec<i64>, fn(&Charge) -> i64),
-    Counts(&'static str, Vec<Option<i32>>, fn(&Charge) -> Option<i32>),
-    Decimals(&'static str, Vec<Option<i128>>, fn(&Charge) -> Option<Decimal>),
+    Codes(&'static str, Vec<i32>),
+    Instants(&'static str, Vec<i64>),
+    Counts(&'static str, Vec<Option<i32>>),
+    Decimals(&'static str, Vec<Option<i128>>),
     Lines(&'static str, Vec<i64>),
 }
+
+/// The code that takes a charge into the builders, from the list of
+/// [`schema::with_columns!`]: one statement a column, the charge's field read directly.
+macro_rules! push_columns {
+    ($($name:literal => $type:ident $(($($arg:expr),*))?, $encoding:ident;)*) => {
+        /// Takes `c` into `columns`, the builders of [`SCHEMA`]'s columns after the id.
+        fn push_columns(columns: &mut [Builder], c: &Charge) {
+            let mut columns = columns.iter_mut();
+            $(push_column!(columns, c, $type $(($($arg),*))?);)*
+        }
+    };
+}
+
+/// One column's statement of [`push_columns!`]. The getter is bound to a function pointer
+/// known at compile time, which the compiler calls directly (and inlines).
+macro_rules! push_column {
+    ($columns:ident, $c:ident, Id) => {};
+    ($columns:ident, $c:ident, Text($get:expr)) => {
+        if let Some(Builder::Text(column)) = $columns.next() {
+            let get: fn(&Charge) -> Option<&str> = $get;
+            column.push(get($c));
+        }
+    };
+    ($columns:ident, $c:ident, Month) => {
+        if let Some(Builder::Month(column, period)) = $columns.next() {
+            let text = match period {
+                Some((month, text)) if *month == $c.billing_period => text,
+                _ => &period.insert(($c.billing_period, $c.billing_period.to_string())).1,
+            };
+            column.push(Some(text));
+        }
+    };
+    ($columns:ident, $c:ident, Enum($get:expr, $text:expr)) => {
+        if let Some(Builder::Codes(_, values)) = $columns.next() {
+            let get: fn(&Charge) -> i32 = $get;
+            values.push(get($c));
+        }
+    };
+    ($columns:ident, $c:ident, Instant($get:expr)) => {
+        if let Some(Builder::Instants(_, values)) = $columns.next() {
+            let get: fn(&Charge) -> i64 = $get;
+            values.push(get($c));
+        }
+    };
+    ($columns:ident, $c:ident, Count($get:expr)) => {
+        if let Some(Builder::Counts(_, values)) = $columns.next() {
+            let get: fn(&Charge) -> Option<i32> = $get;
+            values.push(get($c));
+        }
+    };
+    ($columns:ident, $c:ident, Decimal($get:expr)) => {
+        if let Some(Builder::Decimals(_, values)) = $columns.next() {
+            let get: fn(&Charge) -> Option<Decimal> = $get;
+            values.push(get($c).map(mantissa_at_scale));
+        }
+    };
+    ($columns:ident, $c:ident, Line) => {
+        if let Some(Builder::Lines(_, values)) = $columns.next() {
+            values.push($c.origin.line as i64);
+        }
+    };
+}
+
+schema::with_columns!(push_columns);
 
 impl Builder {
     fn new(column: &schema::Column, capacity: usize) -> Option<Builder> {
@@ -57,51 +121,33 @@ impl Builder {
         let text = || TextColumn::Same { name, value: None, count: 0, capacity };
         Some(match column.type_ {
             Type::Id => return None,
-            Type::Text(get) => Builder::Text(text(), get),
+            Type::Text => Builder::Text(text()),
             Type::Month => Builder::Month(text(), None),
-            Type::Enum(get, _) => Builder::Codes(name, Vec::with_capacity(capacity), get),
-            Type::Instant(get) => Builder::Instants(name, Vec::with_capacity(capacity), get),
-            Type::Count(get) => Builder::Counts(name, Vec::with_capacity(capacity), get),
-            Type::Decimal(get) => Builder::Decimals(name, Vec::with_capacity(capacity), get),
+            Type::Enum(_) => Builder::Codes(name, Vec::with_capacity(capacity)),
+            Type::Instant => Builder::Instants(name, Vec::with_capacity(capacity)),
+            Type::Count => Builder::Counts(name, Vec::with_capacity(capacity)),
+            Type::Decimal => Builder::Decimals(name, Vec::with_capacity(capacity)),
             Type::Line => Builder::Lines(name, Vec::with_capacity(capacity)),
         })
     }
 
-    fn push(&mut self, c: &Charge) {
-        match self {
-            Builder::Text(column, get) => column.push(get(c)),
-            Builder::Month(column, period) => {
-                let text = match period {
-                    Some((month, text)) if *month == c.billing_period => text,
-                    _ => &period.insert((c.billing_period, c.billing_period.to_string())).1,
-                };
-                column.push(Some(text));
-            }
-            Builder::Codes(_, values, get) => values.push(get(c)),
-            Builder::Instants(_, values, get) => values.push(get(c)),
-            Builder::Counts(_, values, get) => values.push(get(c)),
-            Builder::Decimals(_, values, get) => values.push(get(c).map(mantissa_at_scale)),
-            Builder::Lines(_, values) => values.push(c.origin.line as i64),
-        }
-    }
-
     fn finish(self) -> PolarsResult<Series> {
         Ok(match self {
-            Builder::Text(column, _) | Builder::Month(column, _) => column.finish().into_series(),
-            Builder::Instants(name, values, _) => Int64Chunked::from_vec(name.into(), values)
+            Builder::Text(column) | Builder::Month(column, _) => column.finish().into_series(),
+            Builder::Instants(name, values) => Int64Chunked::from_vec(name.into(), values)
                 .into_datetime(TimeUnit::Microseconds, Some(TimeZone::UTC))
                 .into_series(),
-            Builder::Counts(name, values, _) => {
+            Builder::Counts(name, values) => {
                 Int32Chunked::from_iter_options(name.into(), values.into_iter()).into_series()
             }
             Builder::Lines(name, values) => {
                 Int64Chunked::from_vec(name.into(), values).into_series()
             }
             // Int32: polars is built without its 8-bit integer types.
-            Builder::Codes(name, values, _) => {
+            Builder::Codes(name, values) => {
                 Int32Chunked::from_vec(name.into(), values).into_series()
             }
-            Builder::Decimals(name, values, _) => {
+            Builder::Decimals(name, values) => {
                 Int128Chunked::from_iter_options(name.into(), values.into_iter())
                     .into_decimal(PRECISION, SCALE)?
                     .into_series()
@@ -165,9 +211,7 @@ impl FrameBuilder {
 
     /// Takes one charge into the columns.
     pub(crate) fn push(&mut self, c: &Charge) {
-        for column in &mut self.columns {
-            column.push(c);
-        }
+        push_columns(&mut self.columns, c);
         self.rows += 1;
     }
 
@@ -264,21 +308,21 @@ fn read_column<'a>(df: &'a DataFrame, column: &schema::Column) -> Result<Values<
     let fail = |e: PolarsError| format!("column {name}: {e}");
     Ok(match column.type_ {
         // A batch's frame holds enums as codes, a part file as texts.
-        Type::Enum(_, text) if col.dtype() == &DataType::Int32 => {
+        Type::Enum(text) if col.dtype() == &DataType::Int32 => {
             let codes = col.i32().map_err(fail)?;
             Values::Texts(codes.iter().map(|c| c.and_then(|c| text(c.try_into().ok()?))).collect())
         }
-        Type::Id | Type::Text(_) | Type::Month | Type::Enum(..) => {
+        Type::Id | Type::Text | Type::Month | Type::Enum(_) => {
             Values::Texts(col.str().map_err(fail)?.iter().collect())
         }
-        Type::Instant(_) => {
+        Type::Instant => {
             Values::Instants(col.datetime().map_err(fail)?.physical().iter().collect())
         }
-        Type::Count(_) | Type::Line => {
+        Type::Count | Type::Line => {
             let col = col.cast(&DataType::Int64).map_err(fail)?;
             Values::Ints(col.i64().map_err(fail)?.iter().collect())
         }
-        Type::Decimal(_) => {
+        Type::Decimal => {
             let dec = col.decimal().map_err(fail)?;
             let scale = dec.scale() as u32;
             let values = dec.physical().iter();

@@ -43,13 +43,13 @@ impl Store {
     /// rollups instead of the charges.
     pub fn summary(&self, filter: &LoadFilter, keys: &[GroupKey]) -> Result<Vec<SummaryRow>> {
         let months: HashSet<YearMonth> = filter.months.iter().copied().collect();
-        let mut window = Rollup::unlimited();
+        // Only a summary by instance needs the groups by instance and resource.
+        let mut window = Rollup::unlimited(keys.contains(&GroupKey::Instance));
         for batch in self.manifest()?.batches {
             match &batch.rollup {
                 Some(rel) => {
                     let path = self.root.join(rel);
-                    Rollup::read(&path, &months, &mut window)
-                        .map_err(|e| reader::unreadable(e, &batch.id))?;
+                    window.read(&path, &months).map_err(|e| reader::unreadable(e, &batch.id))?;
                 }
                 None => self.rollup_of_parts(&batch, &months, &mut window)?,
             }
@@ -66,7 +66,7 @@ impl Store {
             let spend = match &batch.spend {
                 Some(spend) => spend.clone(),
                 None => {
-                    let mut rollup = Rollup::unlimited();
+                    let mut rollup = Rollup::unlimited(false);
                     self.rollup_of_parts(batch, &HashSet::new(), &mut rollup)?;
                     rollup.spend().ok_or_else(|| overflow("the ledger's spend"))?
                 }
@@ -110,9 +110,7 @@ impl Store {
             let columns = ROLLUP_COLUMNS.iter().map(|c| (*c).to_owned()).collect();
             let frame = reader::read_parquet(&path, Some(columns))
                 .map_err(|e| reader::unreadable(e, &batch.id))?;
-            let mut rollup = Rollup::unlimited();
-            rollup.add_frame(month, &part.platform, &frame).map_err(|e| bad(e.to_string()))?;
-            into.merge(rollup);
+            into.add_frame(month, &part.platform, &frame).map_err(|e| bad(e.to_string()))?;
         }
         Ok(())
     }

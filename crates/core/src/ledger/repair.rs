@@ -77,7 +77,7 @@ impl Store {
                 message,
             };
             let mut rows = 0;
-            let mut rollup = Rollup::unlimited();
+            let mut rollup = Rollup::unlimited(true);
             for part in &batch.files {
                 out.files += 1;
                 rows += part.rows;
@@ -149,8 +149,8 @@ impl Store {
         if !path.is_file() {
             return Some("is missing".into());
         }
-        let mut read = Rollup::unlimited();
-        if let Err(e) = Rollup::read(&path, &Default::default(), &mut read) {
+        let mut read = Rollup::unlimited(true);
+        if let Err(e) = read.read(&path, &Default::default()) {
             return Some(format!("cannot be read: {e}"));
         }
         computed

@@ -9,28 +9,28 @@
 //!
 //! This module owns the file layout; it must not know how a charge is made or used.
 
-use rust_decimal::Decimal;
+use crate::charge::{Category, Kind, Pricing};
 
-use crate::charge::{Category, Charge, Kind, Pricing};
-
-/// What a column holds. The variants that are built from a charge carry the field they read.
+/// What a column holds (how a charge's field is read into it is in the list of
+/// [`with_columns!`]).
 #[derive(Clone, Copy)]
 pub(crate) enum Type {
     /// The charge id, 32 hexadecimal digits; given to a batch after parsing, in file order.
     Id,
     /// A text, `None` for null.
-    Text(fn(&Charge) -> Option<&str>),
+    Text,
     /// The billing period, `YYYY-MM` text.
     Month,
     /// A closed set of values ([`Category`], [`Kind`], [`Pricing`]): built as the value's
-    /// index in its type's `ALL` (its code), written and read as its text.
-    Enum(fn(&Charge) -> i32, fn(usize) -> Option<&'static str>),
+    /// index in its type's `ALL` (its code), written and read as its text, which the function
+    /// gives.
+    Enum(fn(usize) -> Option<&'static str>),
     /// An instant: UTC microseconds, Parquet `TIMESTAMP(MICROS, UTC)`.
-    Instant(fn(&Charge) -> i64),
+    Instant,
     /// A small count, INT32.
-    Count(fn(&Charge) -> Option<i32>),
+    Count,
     /// Money or a quantity: DECIMAL(38, 12) built from the exact mantissa.
-    Decimal(fn(&Charge) -> Option<Decimal>),
+    Decimal,
     /// The line of the source file, INT64.
     Line,
 }
@@ -72,37 +72,65 @@ fn pricing_text(code: usize) -> Option<&'static str> {
     Pricing::ALL.get(code).map(|v| v.as_str())
 }
 
-use Encoding::{Codes, Dictionary, Plain, PlainUncompressed};
+/// The columns of a part file, once, in order: `name => type(how it reads a charge),
+/// encoding;`. `with_columns!(m)` hands the list to macro `m`: [`SCHEMA`] is made from it
+/// here, and the frame builder's per-charge code in `columns.rs`, where each field is then
+/// read directly rather than through a function pointer a column and a charge. Codes are
+/// `as i32` of a variant: `ALL` lists the variants in declaration order (a test checks every
+/// value reads back).
+macro_rules! with_columns {
+    ($then:ident) => {
+        $then! {
+            "id" => Id, PlainUncompressed;
+            "platform" => Text(|c| Some(&c.platform)), Dictionary;
+            "account" => Text(|c| c.account.as_deref()), Dictionary;
+            "billing_period" => Month, Dictionary;
+            "charge_start" => Instant(|c| c.charge_start.timestamp_micros()), Dictionary;
+            "charge_end" => Instant(|c| c.charge_end.timestamp_micros()), Dictionary;
+            "resource_id" => Text(|c| c.resource_id.as_deref()), Dictionary;
+            "resource_name" => Text(|c| c.resource_name.as_deref()), Dictionary;
+            "instance_id" => Text(|c| c.instance_id.as_deref()), Dictionary;
+            "region" => Text(|c| c.region.as_deref()), Dictionary;
+            "category" => Enum(|c| c.category as i32, category_text), Codes;
+            "kind" => Enum(|c| c.kind as i32, kind_text), Codes;
+            "pricing" => Enum(|c| c.pricing as i32, pricing_text), Codes;
+            "gpu_model" => Text(|c| c.gpu_model.as_deref()), Dictionary;
+            "gpu_count" => Count(|c| c.gpu_count.map(i32::from)), Dictionary;
+            "quantity" => Decimal(|c| c.quantity), Plain;
+            "unit" => Text(|c| c.unit.as_deref()), Dictionary;
+            "unit_price" => Decimal(|c| c.unit_price), Plain;
+            "list_cost" => Decimal(|c| c.list_cost), Plain;
+            "billed_cost" => Decimal(|c| Some(c.billed_cost)), Plain;
+            "currency" => Text(|c| Some(&c.currency)), Dictionary;
+            "balance_after" => Decimal(|c| c.balance_after), Plain;
+            "source_file" => Text(|c| Some(&c.origin.file)), Dictionary;
+            "source_line" => Line, Plain;
+            "source_item" => Text(|c| Some(&c.origin.item)), Dictionary;
+        }
+    };
+}
+pub(crate) use with_columns;
 
-/// The columns of a part file, in order. Codes are `as i32` of a variant: `ALL` lists the
-/// variants in declaration order (a test checks every value reads back).
-pub(crate) const SCHEMA: [Column; 25] = [
-    column("id", Type::Id, PlainUncompressed),
-    column("platform", Type::Text(|c| Some(&c.platform)), Dictionary),
-    column("account", Type::Text(|c| c.account.as_deref()), Dictionary),
-    column("billing_period", Type::Month, Dictionary),
-    column("charge_start", Type::Instant(|c| c.charge_start.timestamp_micros()), Dictionary),
-    column("charge_end", Type::Instant(|c| c.charge_end.timestamp_micros()), Dictionary),
-    column("resource_id", Type::Text(|c| c.resource_id.as_deref()), Dictionary),
-    column("resource_name", Type::Text(|c| c.resource_name.as_deref()), Dictionary),
-    column("instance_id", Type::Text(|c| c.instance_id.as_deref()), Dictionary),
-    column("region", Type::Text(|c| c.region.as_deref()), Dictionary),
-    column("category", Type::Enum(|c| c.category as i32, category_text), Codes),
-    column("kind", Type::Enum(|c| c.kind as i32, kind_text), Codes),
-    column("pricing", Type::Enum(|c| c.pricing as i32, pricing_text), Codes),
-    column("gpu_model", Type::Text(|c| c.gpu_model.as_deref()), Dictionary),
-    column("gpu_count", Type::Count(|c| c.gpu_count.map(i32::from)), Dictionary),
-    column("quantity", Type::Decimal(|c| c.quantity), Plain),
-    column("unit", Type::Text(|c| c.unit.as_deref()), Dictionary),
-    column("unit_price", Type::Decimal(|c| c.unit_price), Plain),
-    column("list_cost", Type::Decimal(|c| c.list_cost), Plain),
-    column("billed_cost", Type::Decimal(|c| Some(c.billed_cost)), Plain),
-    column("currency", Type::Text(|c| Some(&c.currency)), Dictionary),
-    column("balance_after", Type::Decimal(|c| c.balance_after), Plain),
-    column("source_file", Type::Text(|c| Some(&c.origin.file)), Dictionary),
-    column("source_line", Type::Line, Plain),
-    column("source_item", Type::Text(|c| Some(&c.origin.item)), Dictionary),
-];
+/// [`SCHEMA`] from the list of [`with_columns!`].
+macro_rules! schema_table {
+    ($($name:literal => $type:ident $(($($arg:expr),*))?, $encoding:ident;)*) => {
+        /// The columns of a part file, in order.
+        pub(crate) const SCHEMA: [Column; [$($name),*].len()] =
+            [$(column($name, column_type!($type $(($($arg),*))?), Encoding::$encoding)),*];
+    };
+}
+
+/// A column's [`Type`] from its entry in [`with_columns!`] (the getters are the frame
+/// builder's).
+macro_rules! column_type {
+    (Enum($get:expr, $text:expr)) => {
+        Type::Enum($text)
+    };
+    ($type:ident $(($($arg:expr),*))?) => {
+        Type::$type
+    };
+}
+with_columns!(schema_table);
 
 /// The column called `name`.
 pub(crate) fn column_named(name: &str) -> Option<&'static Column> {
@@ -114,7 +142,7 @@ pub(crate) fn column_named(name: &str) -> Option<&'static Column> {
 pub(crate) fn enum_text(name: &str, code: i32) -> Option<&'static str> {
     let code = usize::try_from(code).ok()?;
     match column_named(name)?.type_ {
-        Type::Enum(_, text) => text(code),
+        Type::Enum(text) => text(code),
         _ => None,
     }
 }
