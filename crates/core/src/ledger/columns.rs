@@ -22,6 +22,11 @@ fn mantissa_at_scale(d: Decimal) -> i128 {
 }
 
 pub(crate) fn decimal_from_mantissa(mut v: i128, scale: u32) -> Result<Decimal, String> {
+    // Most values fit the decimal as they are: its own normalising is far cheaper than
+    // dividing an i128 by ten digit after digit.
+    if let Ok(d) = Decimal::try_from_i128_with_scale(v, scale) {
+        return Ok(d.normalize());
+    }
     let mut scale = scale;
     while scale > 0 && v % 10 == 0 {
         v /= 10;
