@@ -143,3 +143,31 @@ fn summaries_from_rollups_equal_summaries_of_the_charges() {
     std::fs::write(&path, serde_json::to_vec_pretty(&json).unwrap()).unwrap();
     assert_agrees(&store, "without rollups for two batches");
 }
+
+/// A batch with about as many groups as charges (every charge a resource of its own) keeps no
+/// rollup, only its spend: the summary reads its part files, with the same answer.
+#[test]
+fn a_batch_too_varied_for_a_rollup_is_summarised_from_its_charges() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = Store::open(dir.path().join(".gpuaudit"));
+    let mut text = format!("{HEADER}\n");
+    for i in 0..70_000u32 {
+        let (day, hour) = (1 + i % 28, i % 24);
+        let cost = format!("0.{:06}", 1 + i % 999_999);
+        text.push_str(&format!(
+            "111111111111,USD,2024-05-01T00:00:00Z,2024-06-01T00:00:00Z,\
+2024-05-{day:02} {hour:02}:00:00,2024-05-{day:02} {hour:02}:59:59,Usage,NULL,Egress,Standard,1,GB,\
+{cost},{cost},{cost},res-{i},NULL,eastus,Networking,Bandwidth\n"
+        ));
+    }
+    let bill = dir.path().join("varied.csv");
+    std::fs::write(&bill, text).unwrap();
+    let out = store.import(&[bill], &ImportOptions::default()).unwrap();
+    assert_eq!(out.files[0].new, 70_000);
+    let batch = &store.manifest().unwrap().batches[0];
+    assert_eq!(batch.rollup, None, "a rollup as big as the charges is not kept");
+    let spend = batch.spend.as_ref().expect("the spend is recorded all the same");
+    assert_eq!(spend.iter().map(|s| s.charges).sum::<u64>(), 70_000);
+    assert!(!store.root().join("rollups").exists());
+    assert_agrees(&store, "a batch without a rollup");
+}

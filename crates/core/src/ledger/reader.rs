@@ -52,18 +52,15 @@ impl Store {
         // is some 430 bytes) and left up to half of it unused.
         let rows = manifest.batches.iter().flat_map(|b| b.files.iter().filter(wanted));
         let mut charges = Vec::with_capacity(rows.map(|p| p.rows as usize).sum());
-        for batch in manifest.batches {
-            for part in batch.files {
-                if !months.is_empty() && !months.contains(&part.month) {
-                    continue;
-                }
-                let path = self.root.join(&part.path);
-                let mut read = read_parquet(&path, None)
-                    .and_then(|df| columns::from_frame(&df).map_err(|m| Error::ledger(&path, m)))
-                    .map_err(|e| unreadable(e, &batch.id))?;
-                charges.append(&mut read);
-            }
-        }
+        let parts: Vec<(&str, std::path::PathBuf)> = manifest
+            .batches
+            .iter()
+            .flat_map(|b| b.files.iter().filter(wanted).map(move |p| (b.id.as_str(), &p.path)))
+            .map(|(batch, rel)| (batch, self.root.join(rel)))
+            .collect();
+        read_parts_in_order(&parts, |mut read| {
+            charges.append(&mut read);
+        })?;
         crate::charge::link_to_instances(&mut charges);
         Ok(charges)
     }
@@ -93,6 +90,52 @@ impl Store {
         }
         Ok(())
     }
+}
+
+/// Part files read at once, at most this many.
+const READERS: usize = 4;
+
+/// Reads the charges of `parts` (batch, path) on a few threads (decoding a part file into
+/// charges is most of a load, and each is independent), handing each part's charges to
+/// `take` in the order of `parts`. The first part that cannot be read is the error, naming
+/// its batch.
+fn read_parts_in_order(
+    parts: &[(&str, std::path::PathBuf)],
+    mut take: impl FnMut(Vec<Charge>),
+) -> Result<()> {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    let readers = std::thread::available_parallelism().map_or(1, |n| n.get()).clamp(1, READERS);
+    let next = AtomicUsize::new(0);
+    let (tx, rx) = crossbeam_channel::bounded::<(usize, Result<Vec<Charge>>)>(readers);
+    std::thread::scope(|scope| {
+        for _ in 0..readers.min(parts.len()) {
+            let (tx, next) = (tx.clone(), &next);
+            scope.spawn(move || {
+                loop {
+                    let i = next.fetch_add(1, Ordering::Relaxed);
+                    let Some((batch, path)) = parts.get(i) else { return };
+                    let read = read_parquet(path, None)
+                        .and_then(|df| columns::from_frame(&df).map_err(|m| Error::ledger(path, m)))
+                        .map_err(|e| unreadable(e, batch));
+                    if tx.send((i, read)).is_err() {
+                        return;
+                    }
+                }
+            });
+        }
+        drop(tx);
+        // Parts finish out of order by a part or two: those ahead wait here.
+        let mut ahead = std::collections::BTreeMap::new();
+        let mut wanted = 0;
+        for (i, read) in rx {
+            ahead.insert(i, read);
+            while let Some(read) = ahead.remove(&wanted) {
+                take(read?);
+                wanted += 1;
+            }
+        }
+        Ok(())
+    })
 }
 
 /// The error of a committed file that cannot be read, naming the batch that names it (the
