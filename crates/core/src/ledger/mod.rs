@@ -5,6 +5,7 @@
 //!   LOCK                                   advisory lock, one writer at a time
 //!   manifest.json                          committed batches
 //!   charges/month=YYYY-MM/platform=P/<batch>-<n>.parquet
+//!   rollups/<batch>.parquet                the batch's spend by every key a summary asks for
 //!   rejects/<batch>/<n>-<file>.csv         rows not imported, with why (--skip-invalid)
 //! ```
 //!
@@ -31,6 +32,9 @@
 //!   cannot shrink: zstd makes the files about half the size, for about a tenth more of an
 //!   import's CPU time, and import speed is what this ledger is chosen for.
 //! - The partition month is the charge's billing period.
+//! - Each batch writes a rollup (see `rollup`) and records its spend by month, platform and
+//!   currency in the manifest, so that `summary` and the overview read neither the charges
+//!   (`query`). Both are derived data: `verify` checks the rollup against the part files.
 //! - Part files are written under `tmp/<batch>/` and moved into their partitions only at
 //!   commit, just before the manifest is replaced: a program that reads
 //!   `charges/**/*.parquet` directly (DuckDB) never sees a batch while it is being written,
