@@ -13,7 +13,9 @@ Inputs are mutations of every bill under fixtures/ and examples/bills/ (CSV and 
 built-in profile and the profile-file fixtures): amounts and dates that are hard to read
 (decimal commas, 10^26, year 0), stray and unclosed quotes, short and long rows, a header
 column twice, control characters, truncation, byte flips, endless lines, and for workbooks
-mutated zip members, far cell addresses and padded sheet XML. Two property cases check
+mutated zip members, far cell addresses and padded sheet XML; a quarter of the cases are
+then delivered as platforms deliver them (gzip'ed, or zipped beside another bill), the
+compressed bytes sometimes cut short or flipped. Two property cases check
 figures, not just behaviour: a FOCUS export split into parts imports in any order to exactly
 the whole (count and exact sum), and amounts written with thousands separators read as the
 number they are while decimal commas are refused.
@@ -163,6 +165,30 @@ def xlsx_mutation(data, rng):
     return out.getvalue()
 
 
+def delivered(data, suffix, pool, rng):
+    """`data` as a platform may deliver it: gzip'ed or zipped (with another bill beside it),
+    the compressed bytes sometimes cut short or with a byte flipped. Returns (data, suffix)."""
+    import gzip
+    import zipfile
+    choice = rng.random()
+    if choice < 0.5:
+        data, suffix = gzip.compress(data), suffix + ".gz"
+    else:
+        out = io.BytesIO()
+        with zipfile.ZipFile(out, "w", zipfile.ZIP_DEFLATED) as z:
+            z.writestr(f"a{suffix}", data)
+            other = rng.choice(pool)
+            z.writestr(f"b/{other.name}", other.read_bytes())
+        data, suffix = out.getvalue(), ".zip"
+    damage = rng.random()
+    if damage < 0.2:
+        data = data[: rng.randint(1, len(data))]
+    elif damage < 0.4:
+        at = rng.randrange(len(data))
+        data = data[:at] + bytes([data[at] ^ (1 << rng.randrange(8))]) + data[at + 1:]
+    return data, suffix
+
+
 def check_case(binary, work, ledger, name, data, failures, out_dir):
     """Runs one import of `data` and checks it; returns the exit code."""
     case = work / name
@@ -281,7 +307,10 @@ def main():
                 data = mutate(data, rng)
             except Exception:  # noqa: BLE001 - a mutated zip Python cannot read is just bytes
                 data = csv_mutation(data, rng)
-        name = f"case{runs}{seed.suffix}"
+        suffix = seed.suffix
+        if rng.random() < 0.25:
+            data, suffix = delivered(data, suffix, pool, rng)
+        name = f"case{runs}{suffix}"
         code = check_case(binary, work, ledger, name, data, failures, out_dir)
         codes[code] = codes.get(code, 0) + 1
         runs += 1

@@ -12,6 +12,8 @@ use gpuaudit_core::{Category, Charge, ErrorKind, Kind, Pricing, parse_bill};
 use rust_decimal::Decimal;
 use rust_decimal_macros::dec;
 
+#[cfg(feature = "store")]
+mod delivery;
 mod formats;
 #[cfg(feature = "store")]
 mod read_side;

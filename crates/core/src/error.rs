@@ -217,6 +217,15 @@ pub enum ErrorKind {
         /// What went wrong.
         message: String,
     },
+    /// A bill's delivery is not readable: a zip archive, a compressed stream, a folder's
+    /// manifest (see `import::delivery`).
+    #[error("{}: {message}", .path.display())]
+    Delivery {
+        /// The archive, member, manifest or folder.
+        path: PathBuf,
+        /// What is wrong with it.
+        message: String,
+    },
     /// A spreadsheet could not be read as a workbook.
     #[error("{}: {message}", .path.display())]
     Spreadsheet {

@@ -22,7 +22,9 @@ pub struct ImportArgs {
     /// Read and count only; write nothing.
     #[arg(long)]
     dry_run: bool,
-    /// Bill files (CSV, XLSX, XLS, ODS); `-` reads one from standard input.
+    /// Bill files (CSV, XLSX, XLS, ODS; gzip-compressed or not), zip archives of bills, folders
+    /// of them (with an AWS export manifest, the files it lists); `-` reads one from standard
+    /// input.
     #[arg(required = true, value_name = "FILES")]
     files: Vec<PathBuf>,
 }
@@ -50,6 +52,9 @@ pub fn run(
         bar.finish_and_clear();
     }
     let outcome = outcome?;
+    for skipped in &outcome.skipped {
+        warn(&format!("note: skipped {}: {}", skipped.path.display(), skipped.reason));
+    }
     warn_footers(&outcome)?;
     let mut out = String::new();
     for f in &outcome.files {

@@ -50,15 +50,31 @@ pub(crate) struct Opened {
     pub(crate) direct: bool,
 }
 
+/// Opens `path` (a file, standard input, or a zip archive's member named
+/// `archive.zip!member.csv`) and reads its first bytes; a gzip stream is decompressed as it
+/// is read, and its first decompressed bytes are the head (see `delivery`).
 pub(crate) fn open_input(path: &Path) -> Result<Opened> {
     let (mut rest, direct): (Box<dyn Read + Send>, bool) = if path == Path::new(STDIN) {
         (Box::new(io::stdin()), false)
+    } else if let Some((archive, member)) = super::delivery::member_of(path) {
+        (super::delivery::open_member(&archive, &member)?, false)
     } else {
         let file =
             crate::direct::Reader::open(path, DIRECT_FROM_BYTES).map_err(|e| Error::io(path, e))?;
         let direct = file.is_direct();
         (Box::new(file), direct)
     };
+    let head = read_head(path, &mut rest)?;
+    if super::delivery::is_gzip(&head) {
+        let mut rest = super::delivery::gunzip(head, rest);
+        let head = read_head(path, &mut rest)?;
+        return Ok(Opened { head, rest, direct: false });
+    }
+    Ok(Opened { head, rest, direct })
+}
+
+/// The first [`SNIFF_BYTES`] of `rest` (fewer when it is shorter).
+fn read_head(path: &Path, rest: &mut Box<dyn Read + Send>) -> Result<Vec<u8>> {
     // Aligned, as a read past the page cache needs; 64 KiB is a whole number of blocks.
     let mut head = crate::direct::Aligned::new(SNIFF_BYTES);
     let mut len = 0;
@@ -70,7 +86,7 @@ pub(crate) fn open_input(path: &Path) -> Result<Opened> {
             Err(e) => return Err(Error::io(path, e)),
         }
     }
-    Ok(Opened { head: head[..len].to_vec(), rest, direct })
+    Ok(head[..len].to_vec())
 }
 
 /// Files smaller than this are read through the page cache, larger ones past it (see

@@ -27,6 +27,7 @@
 //! coverage rule needs the whole file; AutoDL logs are small).
 
 mod decode;
+pub mod delivery;
 mod header;
 mod input;
 mod pipeline;

@@ -137,6 +137,9 @@ pub struct ImportOutcome {
     pub files: Vec<FileOutcome>,
     /// Spend of the new charges (payments left out).
     pub totals: Totals,
+    /// Inputs that were not imported (files of a folder that are not bills, or that its
+    /// manifest does not list), with why.
+    pub skipped: Vec<import::delivery::Skipped>,
 }
 
 /// A ledger folder.
@@ -231,8 +234,23 @@ impl Store {
         Ok(())
     }
 
-    /// Imports `files` as one batch. See the module docs for what is atomic.
+    /// Imports `files` as one batch: bill files, compressed or not, zip archives of bills and
+    /// folders of them (see [`import::delivery`]). See the module docs for what is atomic.
     pub fn import(&self, files: &[PathBuf], options: &ImportOptions) -> Result<ImportOutcome> {
+        let bills = import::delivery::bills_of(files)?;
+        if bills.bills.is_empty()
+            && let Some(first) = files.first()
+        {
+            let message = "holds no bill".to_owned();
+            return Err(ErrorKind::Delivery { path: first.clone(), message }.into());
+        }
+        let mut outcome = self.import_bills(&bills.bills, options)?;
+        outcome.skipped = bills.skipped;
+        Ok(outcome)
+    }
+
+    /// [`Store::import`] of the bills found.
+    fn import_bills(&self, files: &[PathBuf], options: &ImportOptions) -> Result<ImportOutcome> {
         let in_memory = options.ids_in_memory.unwrap_or(crate::ids::IN_MEMORY).max(1);
         let mut writer = self.writer_keeping(in_memory, options.dry_run)?;
         let mut outcomes = Vec::new();
@@ -302,10 +320,10 @@ impl Store {
         let totals = writer.totals.clone();
         if options.dry_run {
             writer.abort();
-            return Ok(ImportOutcome { batch: None, files: outcomes, totals });
+            return Ok(ImportOutcome { batch: None, files: outcomes, totals, skipped: vec![] });
         }
         let batch = writer.commit()?;
-        Ok(ImportOutcome { batch, files: outcomes, totals })
+        Ok(ImportOutcome { batch, files: outcomes, totals, skipped: vec![] })
     }
 }
 
