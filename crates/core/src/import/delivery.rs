@@ -98,11 +98,20 @@ fn file(path: &Path, out: &mut Bills) -> Result<()> {
         out.bills.push(path.to_owned());
         return Ok(());
     }
-    let archive = open_archive(path)?;
-    if is_workbook(&archive) {
-        out.bills.push(path.to_owned());
-        return Ok(());
-    }
+    // A workbook by its name or its parts, or a damaged zip: the spreadsheet reader says
+    // what is wrong with it.
+    let named_workbook = path.extension().and_then(|e| e.to_str()).is_some_and(|e| {
+        ["xlsx", "xlsm", "xlsb", "ods"].contains(&e.to_ascii_lowercase().as_str())
+    });
+    let named_zip = path.extension().is_some_and(|e| e.eq_ignore_ascii_case("zip"));
+    let archive = match open_archive(path) {
+        Ok(archive) if !named_workbook && !is_workbook(&archive) => archive,
+        Err(e) if named_zip => return Err(e),
+        _ => {
+            out.bills.push(path.to_owned());
+            return Ok(());
+        }
+    };
     if archive.len() > MAX_MEMBERS {
         let message = format!("holds {} members, more than the {MAX_MEMBERS} read", archive.len());
         return Err(delivery_error(path, message));
@@ -132,7 +141,12 @@ fn file(path: &Path, out: &mut Bills) -> Result<()> {
     Ok(())
 }
 
+/// Whether `path` is a regular file that starts as a zip archive does (a pipe or a device is
+/// never probed: it could be read only once).
 fn is_zip(path: &Path) -> Result<bool> {
+    if !std::fs::metadata(path).is_ok_and(|m| m.is_file()) {
+        return Ok(false);
+    }
     let mut magic = [0u8; 4];
     let mut file = File::open(path).map_err(|e| Error::io(path, e))?;
     let n = file.read(&mut magic).map_err(|e| Error::io(path, e))?;
