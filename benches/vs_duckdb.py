@@ -1,7 +1,10 @@
 #!/usr/bin/env python3
 """gpuaudit import against DuckDB on the same FOCUS export, timed in one run.
 
-usage: python3 benches/vs_duckdb.py PATH/TO/release/gpuaudit [SIZE_MB ...]   (default 100 1000)
+usage: python3 benches/vs_duckdb.py PATH/TO/release/gpuaudit [SIZE_MB[gz] ...]   (default 100 1000)
+
+A size ending in `gz` (`1000gz`) times the same export gzip-compressed (`gzip -6`, as AWS
+delivers it): gpuaudit decompresses as it reads, DuckDB's read_csv reads the `.csv.gz`.
 
 For each size it generates a FOCUS 1.2 CSV (about 200 bytes a row: 1000 MB ≈ 5 M rows) under
 $CARGO_TARGET_DIR/bench-data (never committed), then runs, three times each and alternating:
@@ -14,7 +17,7 @@ Needs `pip install duckdb`."""
 import os, random, shutil, statistics, subprocess, sys, tempfile, time, resource
 
 GPUAUDIT = os.path.abspath(sys.argv[1])
-SIZES = [int(s) for s in sys.argv[2:]] or [100, 1000]
+SIZES = sys.argv[2:] or ["100", "1000"]
 DATA = os.path.join(os.environ.get("CARGO_TARGET_DIR", "target"), "bench-data")
 HEADER = ("BillingAccountId,BillingCurrency,BillingPeriodStart,BillingPeriodEnd,ChargePeriodStart,"
           "ChargePeriodEnd,ChargeCategory,ChargeClass,ChargeDescription,PricingCategory,PricingQuantity,"
@@ -66,13 +69,19 @@ DUCK = ("import duckdb,sys; duckdb.connect().execute(\"COPY (SELECT * FROM read_
 
 os.makedirs(DATA, exist_ok=True)
 print("size     rows       gpuaudit s  duckdb s  ratio  gpuaudit RSS MB  duckdb RSS MB  again s  again MB")
-for mb in SIZES:
+for size in SIZES:
+    gz = size.endswith("gz")
+    mb = int(size.removesuffix("gz"))
     path = os.path.join(DATA, f"focus-{mb}mb.csv")
     rows_path = path + ".rows"
     if not os.path.exists(rows_path):
         rows = generate(path, mb)
         open(rows_path, "w").write(str(rows))
     rows = int(open(rows_path).read())
+    if gz:
+        if not os.path.exists(path + ".gz"):
+            subprocess.run(f"gzip -6 -c {path} > {path}.gz.tmp && mv {path}.gz.tmp {path}.gz", shell=True, check=True)
+        path += ".gz"
     ours, theirs, again = [], [], []
     for _ in range(3):
         with tempfile.TemporaryDirectory(dir=DATA) as tmp:
@@ -83,5 +92,5 @@ for mb in SIZES:
     g = statistics.median(w for w, _ in ours)
     d = statistics.median(w for w, _ in theirs)
     a = statistics.median(w for w, _ in again)
-    print(f"{mb:>5} MB {rows:>9} {g:>11.2f} {d:>9.2f} {g / d:>6.2f} {max(r for _, r in ours):>16.0f} "
+    print(f"{size:>5} MB {rows:>9} {g:>11.2f} {d:>9.2f} {g / d:>6.2f} {max(r for _, r in ours):>16.0f} "
           f"{max(r for _, r in theirs):>14.0f} {a:>10.2f} {max(r for _, r in again):>9.0f}")
