@@ -9,7 +9,7 @@ space; the harness checks what a billing tool must never do, whatever the input:
 - refuse an input (exit 2) without naming it, or change a byte of the ledger while refusing;
 - accept an input and leave a ledger that `summary` or `ledger --verify` cannot read.
 
-Inputs are mutations of every bill under fixtures/ and examples/bills/ (CSV and XLSX, every
+Inputs are mutations of every bill under fixtures/ and examples/bills/ (CSV, XLSX and Parquet, every
 built-in profile and the profile-file fixtures): amounts and dates that are hard to read
 (decimal commas, 10^26, year 0), stray and unclosed quotes, short and long rows, a header
 column twice, control characters, truncation, byte flips, endless lines, and for workbooks
@@ -84,7 +84,7 @@ def seeds():
     out = []
     for top in ["fixtures", "examples/bills"]:
         for path in sorted((ROOT / top).rglob("*")):
-            if path.suffix.lower() in (".csv", ".xlsx"):
+            if path.suffix.lower() in (".csv", ".xlsx", ".parquet"):
                 out.append(path)
     return out
 
@@ -187,6 +187,26 @@ def delivered(data, suffix, pool, rng):
         at = rng.randrange(len(data))
         data = data[:at] + bytes([data[at] ^ (1 << rng.randrange(8))]) + data[at + 1:]
     return data, suffix
+
+
+def parquet_mutation(data, rng):
+    """A mutation of a Parquet bill's bytes: flipped, zeroed or cut, in its pages or footer."""
+    data = bytearray(data)
+    choice = rng.random()
+    if choice < 0.4:
+        for _ in range(rng.randint(1, 8)):
+            at = rng.randrange(len(data))
+            data[at] ^= 1 << rng.randrange(8)
+    elif choice < 0.7:
+        # The footer (metadata, its length) is where readers trust the file most.
+        at = rng.randrange(max(0, len(data) - 400), len(data))
+        data[at] = rng.choice([0, 0xFF, data[at] ^ 0x80])
+    elif choice < 0.85:
+        start = rng.randrange(len(data))
+        data[start:start + rng.randint(1, 64)] = bytes(rng.randint(1, 64))
+    else:
+        data = data[: rng.randrange(4, len(data))]
+    return bytes(data)
 
 
 def check_case(binary, work, ledger, name, data, failures, out_dir):
@@ -301,7 +321,7 @@ def main():
             grouping_property(binary, work, rng, failures)
         seed = rng.choice(pool)
         data = seed.read_bytes()
-        mutate = xlsx_mutation if seed.suffix.lower() == ".xlsx" else csv_mutation
+        mutate = {".xlsx": xlsx_mutation, ".parquet": parquet_mutation}.get(seed.suffix.lower(), csv_mutation)
         for _ in range(rng.randint(1, 3)):
             try:
                 data = mutate(data, rng)

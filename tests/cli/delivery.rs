@@ -52,3 +52,16 @@ fn a_gzipped_bill_imports_as_the_bill_and_a_cut_one_is_refused() {
     assert!(stderr(&cut).starts_with("error: cut.csv.gz: "), "{}", stderr(&cut));
     assert_eq!(snapshot(&ledger), before);
 }
+
+#[test]
+fn a_parquet_file_the_decoder_panics_on_is_an_error_naming_it() {
+    let dir = workdir();
+    let out = gpuaudit(dir.path(), &["import", "fixtures/focus/invalid/damaged_footer.parquet"]);
+    assert_eq!(out.status.code(), Some(2));
+    let err = stderr(&out);
+    assert!(
+        err.starts_with("error: fixtures/focus/invalid/damaged_footer.parquet: the reader failed"),
+        "{err}"
+    );
+    assert!(!err.contains("panicked"), "{err}");
+}

@@ -177,3 +177,65 @@ fn a_truncated_gzip_or_a_bomb_is_refused_naming_the_file() {
         }
     }
 }
+
+#[test]
+fn a_parquet_export_gives_the_charges_and_ids_of_the_same_export_as_csv() {
+    let dir = tempfile::tempdir().unwrap();
+    let cases = [
+        // FOCUS with DECIMAL(38,10) costs and UTC timestamps; CUR 2.0 with doubles, as AWS
+        // writes them (both written by DuckDB from the CSV fixtures).
+        (
+            "focus/valid/vm_with_egress_on_its_resource_id.parquet",
+            "focus/valid/vm_with_egress_on_its_resource_id.csv",
+            27,
+        ),
+        ("aws-cur/valid/cur2_snake_case.parquet", "aws-cur/valid/cur2_snake_case.csv", 10),
+    ];
+    for (name, csv, rows) in cases {
+        let (parquet, csv) = (fixture(name), fixture(csv));
+        let store = Store::open(dir.path().join(name.replace('/', "-")));
+        let out = store.import(std::slice::from_ref(&parquet), &ImportOptions::default()).unwrap();
+        assert_eq!(out.files[0].new, rows, "{name}");
+        let from_parquet = store.load(&LoadFilter::default()).unwrap();
+        let again = store.import(std::slice::from_ref(&csv), &ImportOptions::default()).unwrap();
+        assert_eq!((again.files[0].new, again.files[0].duplicates), (0, rows), "{name}: same ids");
+        let from_csv = gpuaudit_core::parse_bill(&csv, None).unwrap().charges;
+        let total = |cs: &[gpuaudit_core::Charge]| -> rust_decimal::Decimal {
+            cs.iter().map(|c| c.billed_cost).sum()
+        };
+        assert_eq!(total(&from_parquet), total(&from_csv), "{name}: the same money");
+        let times = |cs: &[gpuaudit_core::Charge]| {
+            let mut t: Vec<_> = cs.iter().map(|c| (c.id, c.charge_start, c.charge_end)).collect();
+            t.sort();
+            t
+        };
+        assert_eq!(times(&from_parquet), times(&from_csv), "{name}: the same times");
+    }
+}
+
+#[test]
+fn a_parquet_bill_with_a_column_of_the_wrong_type_is_refused_at_its_row() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = Store::open(dir.path().join(".gpuaudit"));
+    store.import(&[fixture("autodl/valid/two_days.csv")], &ImportOptions::default()).unwrap();
+    let before = snapshot(store.root());
+    let bad = fixture("focus/invalid/billed_cost_as_text.parquet");
+    let err = store.import(std::slice::from_ref(&bad), &ImportOptions::default()).unwrap_err();
+    let text = err.to_string();
+    assert!(
+        text.contains(
+            "billed_cost_as_text.parquet:3: column BilledCost: \"twelve\" is not an amount"
+        ),
+        "{text}"
+    );
+    assert_eq!(snapshot(store.root()), before);
+    // Compressed, a Parquet file cannot be read where its footer is.
+    let gz = dir.path().join("bill.parquet.gz");
+    std::fs::write(
+        &gz,
+        gzip(&std::fs::read(fixture("aws-cur/valid/cur2_snake_case.parquet")).unwrap()),
+    )
+    .unwrap();
+    let err = store.import(std::slice::from_ref(&gz), &ImportOptions::default()).unwrap_err();
+    assert!(err.to_string().contains("a Parquet bill is read from a file of its own"), "{err}");
+}

@@ -230,7 +230,9 @@ fn every_fixture_is_read_by_a_test() {
             let path = entry.unwrap().path();
             if path.is_dir() {
                 stack.push(path);
-            } else if path.extension().is_some_and(|e| e == "csv" || e == "xlsx" || e == "toml") {
+            } else if path.extension().is_some_and(|e| {
+                ["csv", "xlsx", "toml", "parquet"].contains(&e.to_str().unwrap_or_default())
+            }) {
                 let rel = path.strip_prefix(&root).unwrap().to_string_lossy().into_owned();
                 if !sources.contains(&rel) {
                     unused.push(rel);

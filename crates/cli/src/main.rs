@@ -66,6 +66,15 @@ enum Command {
 
 fn main() -> ExitCode {
     keep_freed_memory();
+    // A panic the library turns into an error (a foreign reader on a damaged file) is not
+    // reported twice; any other is reported as usual.
+    let report = std::panic::take_hook();
+    std::panic::set_hook(Box::new(move |info| {
+        let location = info.location().map(|l| l.file()).unwrap_or_default();
+        if !gpuaudit_core::catching_panic(location) {
+            report(info);
+        }
+    }));
     let cli = Cli::parse();
     let store = gpuaudit_core::ledger::Store::open(cli.ledger);
     let config = match &cli.config {

@@ -404,6 +404,34 @@ impl From<ErrorKind> for Error {
 /// The library's result type.
 pub type Result<T, E = Error> = std::result::Result<T, E>;
 
+/// How many [`catch`]es are running (on any thread: the reader they guard may panic on a
+/// thread of its own pool).
+static CATCHING: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+
+/// Whether the panic at `location` (a source file path) is one the library turns into an
+/// error: a third-party reader's (polars'), while the library is catching its panics (see
+/// [`catch`]). A program's panic hook may stay quiet then: the error follows.
+pub fn catching_panic(location: &str) -> bool {
+    CATCHING.load(std::sync::atomic::Ordering::SeqCst) > 0 && location.contains("polars")
+}
+
+/// Runs `f`, a panic in it becoming `Err` with the panic's message: for third-party readers
+/// (polars' Parquet decoder) that panic on some damaged files instead of returning an error.
+#[cfg_attr(not(feature = "store"), allow(dead_code))]
+pub(crate) fn catch<T>(f: impl FnOnce() -> T) -> std::result::Result<T, String> {
+    CATCHING.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+    let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(f));
+    CATCHING.fetch_sub(1, std::sync::atomic::Ordering::SeqCst);
+    result.map_err(|panic| {
+        let text = panic
+            .downcast_ref::<&str>()
+            .map(|s| (*s).to_owned())
+            .or_else(|| panic.downcast_ref::<String>().cloned())
+            .unwrap_or_else(|| "unknown".to_owned());
+        format!("the reader failed on this file ({text})")
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -44,6 +44,7 @@ pub use charge::{
 };
 pub use error::{
     Error, ErrorKind, Location, MAX_LISTED_ROW_ERRORS, NearMiss, Result, RowError, RowProblem,
+    catching_panic,
 };
 pub use import::{Bill, FileReport, parse_bill, read_bill};
 pub use parse::{

@@ -30,6 +30,8 @@ mod decode;
 pub mod delivery;
 mod header;
 mod input;
+#[cfg(feature = "store")]
+mod parquet;
 mod pipeline;
 mod profile;
 mod row;

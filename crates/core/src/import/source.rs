@@ -49,7 +49,13 @@ fn is_blank(record: &Record) -> bool {
 /// as it is read.
 fn start_reading(path: &Path) -> Result<(Splitter<HashingReader>, FileCtx)> {
     let Opened { head, mut rest, direct } = open_input(path)?;
-    let (hashing, read_size, sniffed) = if is_spreadsheet(path, &head) {
+    let (hashing, read_size, sniffed) = if head.starts_with(b"PAR1") {
+        let csv = parquet_bill(path)?;
+        let hashing = HashingReader { inner: csv, hasher: Sha256::new(), bytes: 0, hashing: true };
+        let sniffed =
+            Sniffed { encoding: Encoding::Utf8, bom: 0, seen_multibyte: true, delimiter: b',' };
+        (hashing, READ_BYTES, sniffed)
+    } else if is_spreadsheet(path, &head) {
         let mut bytes = head;
         let room = MAX_SPREADSHEET_BYTES + 1 - bytes.len() as u64;
         (&mut rest).take(room).read_to_end(&mut bytes).map_err(|e| Error::io(path, e))?;
@@ -79,6 +85,25 @@ fn start_reading(path: &Path) -> Result<(Splitter<HashingReader>, FileCtx)> {
     // The byte-order mark is hashed with the file, and part of no cell.
     reader.skip(bom);
     Ok((reader, FileCtx::new(path.to_owned(), encoding, seen_multibyte)))
+}
+
+/// A Parquet bill as CSV text (see `parquet`): a file of its own, read where its footer is.
+fn parquet_bill(path: &Path) -> Result<Box<dyn Read + Send>> {
+    let mut magic = [0u8; 4];
+    let raw = std::fs::File::open(path).and_then(|mut f| f.read_exact(&mut magic));
+    if raw.is_err() || magic != *b"PAR1" {
+        let message = "a Parquet bill is read from a file of its own (not compressed, in an \
+                       archive or from standard input)"
+            .to_owned();
+        return Err(ErrorKind::Delivery { path: path.to_owned(), message }.into());
+    }
+    #[cfg(feature = "store")]
+    return super::parquet::parquet_as_csv(path);
+    #[cfg(not(feature = "store"))]
+    {
+        let message = "a Parquet bill needs gpuaudit built with the store feature".to_owned();
+        Err(ErrorKind::Delivery { path: path.to_owned(), message }.into())
+    }
 }
 
 /// The first [`HEADER_SEARCH_ROWS`] records, and the error that stopped the reading early

@@ -156,8 +156,8 @@ pub(super) fn read_parquet(
     columns: Option<Vec<String>>,
 ) -> Result<polars::prelude::DataFrame> {
     let file = io(path, File::open(path))?;
-    ParquetReader::new(file)
-        .with_columns(columns)
-        .finish()
+    // polars' decoder panics on some damaged files: a damaged part is an error like any.
+    crate::error::catch(|| ParquetReader::new(file).with_columns(columns).finish())
+        .map_err(|panic| Error::ledger(path, panic))?
         .map_err(|source| ErrorKind::Parquet { path: path.to_owned(), source }.into())
 }
