@@ -4,7 +4,9 @@
 usage: python3 benches/vs_duckdb.py PATH/TO/release/gpuaudit [SIZE_MB[gz] ...]   (default 100 1000)
 
 A size ending in `gz` (`1000gz`) times the same export gzip-compressed (`gzip -6`, as AWS
-delivers it): gpuaudit decompresses as it reads, DuckDB's read_csv reads the `.csv.gz`.
+delivers it): gpuaudit decompresses as it reads, DuckDB's read_csv reads the `.csv.gz`. A size
+ending in `pq` times it as Parquet (written by DuckDB with the types it infers): gpuaudit
+imports the Parquet bill, DuckDB copies read_parquet of it to another Parquet file.
 
 For each size it generates a FOCUS 1.2 CSV (about 200 bytes a row: 1000 MB ≈ 5 M rows) under
 $CARGO_TARGET_DIR/bench-data (never committed), then runs, three times each and alternating:
@@ -70,8 +72,8 @@ DUCK = ("import duckdb,sys; duckdb.connect().execute(\"COPY (SELECT * FROM read_
 os.makedirs(DATA, exist_ok=True)
 print("size     rows       gpuaudit s  duckdb s  ratio  gpuaudit RSS MB  duckdb RSS MB  again s  again MB")
 for size in SIZES:
-    gz = size.endswith("gz")
-    mb = int(size.removesuffix("gz"))
+    gz, pq = size.endswith("gz"), size.endswith("pq")
+    mb = int(size.removesuffix("gz").removesuffix("pq"))
     path = os.path.join(DATA, f"focus-{mb}mb.csv")
     rows_path = path + ".rows"
     if not os.path.exists(rows_path):
@@ -82,12 +84,17 @@ for size in SIZES:
         if not os.path.exists(path + ".gz"):
             subprocess.run(f"gzip -6 -c {path} > {path}.gz.tmp && mv {path}.gz.tmp {path}.gz", shell=True, check=True)
         path += ".gz"
+    if pq:
+        if not os.path.exists(path + ".parquet"):
+            subprocess.run([sys.executable, "-c", "import duckdb,sys; duckdb.connect().execute(f\"COPY (SELECT * FROM read_csv('{sys.argv[1]}')) TO '{sys.argv[1]}.parquet' (FORMAT parquet)\")", path], check=True)
+        path += ".parquet"
     ours, theirs, again = [], [], []
     for _ in range(3):
         with tempfile.TemporaryDirectory(dir=DATA) as tmp:
             ledger = os.path.join(tmp, "ledger")
             ours.append(timed([GPUAUDIT, "--ledger", ledger, "import", path], tmp))
-            theirs.append(timed([sys.executable, "-c", DUCK % (path, os.path.join(tmp, "x.parquet"))], tmp))
+            duck = DUCK.replace("read_csv", "read_parquet") if pq else DUCK
+            theirs.append(timed([sys.executable, "-c", duck % (path, os.path.join(tmp, "x.parquet"))], tmp))
             again.append(timed([GPUAUDIT, "--ledger", ledger, "import", path], tmp))
     g = statistics.median(w for w, _ in ours)
     d = statistics.median(w for w, _ in theirs)

@@ -224,7 +224,7 @@ fn a_parquet_bill_with_a_column_of_the_wrong_type_is_refused_at_its_row() {
     let text = err.to_string();
     assert!(
         text.contains(
-            "billed_cost_as_text.parquet:3: column BilledCost: \"twelve\" is not an amount"
+            "billed_cost_as_text.parquet: row 2: column BilledCost: \"twelve\" is not an amount"
         ),
         "{text}"
     );

@@ -17,17 +17,26 @@ pub struct Location {
     pub line: u64,
     /// The header name of the column, when one column is at fault.
     pub column: Option<String>,
+    /// The lines are a Parquet bill's rows as its CSV text has them (the header is line 1):
+    /// shown as `file: row N`, N counted from 1 (line N + 1).
+    pub rows: bool,
 }
 
 impl Location {
     /// A location naming a whole file.
     pub fn file(path: impl Into<PathBuf>) -> Self {
-        Location { path: path.into(), line: 0, column: None }
+        Location { path: path.into(), line: 0, column: None, rows: false }
     }
 
     /// A location naming one line of a file.
     pub fn line(path: impl Into<PathBuf>, line: u64) -> Self {
-        Location { path: path.into(), line, column: None }
+        Location { path: path.into(), line, column: None, rows: false }
+    }
+
+    /// The same location, its line shown as a Parquet row when `rows` (see [`Location::rows`]).
+    pub fn as_rows(mut self, rows: bool) -> Self {
+        self.rows = rows;
+        self
     }
 
     /// The same location, narrowed to one column.
@@ -40,7 +49,9 @@ impl Location {
 impl fmt::Display for Location {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(f, "{}", self.path.display())?;
-        if self.line > 0 {
+        if self.rows && self.line > 1 {
+            write!(f, ": row {}", self.line - 1)?;
+        } else if self.line > 0 {
             write!(f, ":{}", self.line)?;
         }
         if let Some(column) = &self.column {
@@ -410,7 +421,7 @@ static CATCHING: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize
 
 /// Whether the panic at `location` (a source file path) is one the library turns into an
 /// error: a third-party reader's (polars'), while the library is catching its panics (see
-/// [`catch`]). A program's panic hook may stay quiet then: the error follows.
+/// `catch`). A program's panic hook may stay quiet then: the error follows.
 pub fn catching_panic(location: &str) -> bool {
     CATCHING.load(std::sync::atomic::Ordering::SeqCst) > 0 && location.contains("polars")
 }

@@ -29,6 +29,8 @@ pub(crate) struct FileCtx {
     seen_multibyte: Cell<bool>,
     /// The years a time of the file may fall in.
     pub(crate) window: Window,
+    /// The file is a Parquet bill: its locations are rows (see [`Location::rows`]).
+    pub(crate) rows: bool,
 }
 
 /// The years a bill's times may fall in, in the platform's zone: by default 2000 to 2100. A
@@ -74,7 +76,13 @@ impl FileCtx {
             encoding: Cell::new(encoding),
             seen_multibyte: Cell::new(seen_multibyte),
             window: Window::default(),
+            rows: false,
         }
+    }
+
+    /// Line `line` of the file, as its errors name it.
+    pub(crate) fn location(&self, line: u64) -> Location {
+        Location::line(&self.path, line).as_rows(self.rows)
     }
 
     /// The decoding state: the encoding in force and whether a multibyte UTF-8 cell was seen.
@@ -89,6 +97,7 @@ impl FileCtx {
             encoding: Cell::new(state.0),
             seen_multibyte: Cell::new(state.1),
             window: self.window,
+            rows: self.rows,
         }
     }
 
@@ -123,7 +132,7 @@ impl FileCtx {
     ) -> Result<Cow<'a, str>> {
         let encoding_error = || {
             Error::from(ErrorKind::Encoding {
-                location: Location::line(&self.path, line).with_column(column),
+                location: self.location(line).with_column(column),
                 offset,
             })
         };

@@ -11,8 +11,8 @@
 //!   `YYYY-MM-DD HH:MM:SS` and `YYYY-MM-DD` (read in the profile's zone). So an export read as
 //!   Parquet gives the charges, and the ids, it gives as CSV. Nested values (tags maps) are
 //!   written as polars shows them; profiles do not read them.
-//! - Bounded memory: [`ROWS_AT_ONCE`] rows are decoded at a time. Errors name the row by the
-//!   line it would have in CSV (the header is line 1: row 1 is line 2).
+//! - Bounded memory: [`ROWS_AT_ONCE`] rows are decoded at a time. Errors name the row,
+//!   counted from 1: `bill.parquet: row 12345: column BilledCost: …`.
 //! - A Parquet bill is read from a file (its footer is at its end): not from standard input,
 //!   an archive or a gzip stream.
 
@@ -84,63 +84,114 @@ impl ParquetCsv {
         let file = std::fs::File::open(&self.path).map_err(|e| e.to_string())?;
         let decoded = crate::error::catch(|| -> PolarsResult<_> {
             let frame = ParquetReader::new(file).with_slice(Some((from, take))).finish()?;
-            let columns: Vec<Vec<Option<String>>> =
+            let columns: Vec<Texts> =
                 frame.columns().iter().map(cells).collect::<PolarsResult<_>>()?;
             Ok((frame.height(), columns))
         });
         let (height, columns) = decoded?.map_err(fail)?;
         for row in 0..height {
-            write_row(&mut self.out, columns.iter().map(|c| c[row].as_deref()));
+            write_row(&mut self.out, columns.iter().map(|c| c.get(row)));
         }
         Ok(())
     }
 }
 
+/// The texts of a column's cells, in one buffer (a cell is a range of it; `None` is null).
+#[derive(Default)]
+struct Texts {
+    buf: String,
+    cells: Vec<Option<(u32, u32)>>,
+}
+
+impl Texts {
+    fn get(&self, row: usize) -> Option<&str> {
+        let (start, end) = self.cells.get(row).copied().flatten()?;
+        self.buf.get(start as usize..end as usize)
+    }
+
+    /// The texts `write` makes of `values`; a value equal to the previous one shares its text
+    /// (bills repeat times and prices row after row).
+    fn of<T: PartialEq + Copy>(
+        values: impl Iterator<Item = Option<T>>,
+        write: impl Fn(T, &mut String),
+    ) -> Texts {
+        let mut texts = Texts::default();
+        let mut last: Option<(T, (u32, u32))> = None;
+        for value in values {
+            let cell = value.map(|value| match last {
+                Some((previous, span)) if previous == value => span,
+                _ => {
+                    let start = texts.buf.len() as u32;
+                    write(value, &mut texts.buf);
+                    let span = (start, texts.buf.len() as u32);
+                    last = Some((value, span));
+                    span
+                }
+            });
+            texts.cells.push(cell);
+        }
+        texts
+    }
+
+    /// The texts of a text column.
+    fn of_str<'a>(values: impl Iterator<Item = Option<&'a str>>) -> Texts {
+        let mut texts = Texts::default();
+        for value in values {
+            let cell = value.map(|value| {
+                let start = texts.buf.len() as u32;
+                texts.buf.push_str(value);
+                (start, texts.buf.len() as u32)
+            });
+            texts.cells.push(cell);
+        }
+        texts
+    }
+}
+
 /// A column's cells as the text a CSV export holds (see the module docs).
-fn cells(column: &Column) -> PolarsResult<Vec<Option<String>>> {
+fn cells(column: &Column) -> PolarsResult<Texts> {
+    use std::fmt::Write as _;
     let series = column.as_materialized_series();
     Ok(match series.dtype() {
-        DataType::String => series.str()?.iter().map(|v| v.map(str::to_owned)).collect(),
+        DataType::String => Texts::of_str(series.str()?.iter()),
         DataType::Decimal(_, scale) => {
             let scale = *scale as u32;
             let physical = series.decimal()?.physical().clone();
-            physical.iter().map(|v| v.map(|v| decimal_text(v, scale))).collect()
+            Texts::of(physical.iter(), |v, out| out.push_str(&decimal_text(v, scale)))
         }
         DataType::Float64 | DataType::Float32 => {
             let floats = series.cast(&DataType::Float64)?;
-            floats.f64()?.iter().map(|v| v.map(|v| v.to_string())).collect()
+            Texts::of(floats.f64()?.iter(), |v, out| {
+                let _ = write!(out, "{v}");
+            })
         }
-        DataType::Datetime(unit, zone) => {
+        DataType::Datetime(_, zone) => {
             let micros = series.cast(&DataType::Datetime(TimeUnit::Microseconds, zone.clone()))?;
             let physical = micros.datetime()?.physical().clone();
             let zoned = zone.is_some();
-            let _ = unit;
-            physical.iter().map(|v| v.map(|v| instant_text(v, zoned))).collect()
+            Texts::of(physical.iter(), |v, out| out.push_str(&instant_text(v, zoned)))
         }
         DataType::Date => {
             let days = series.cast(&DataType::Int32)?;
             let epoch = NaiveDate::from_ymd_opt(1970, 1, 1).unwrap_or_default();
-            days.i32()?
-                .iter()
-                .map(|v| {
-                    v.map(|d| {
-                        (epoch + chrono::Duration::days(i64::from(d)))
-                            .format("%Y-%m-%d")
-                            .to_string()
-                    })
-                })
-                .collect()
+            Texts::of(days.i32()?.iter(), |d, out| {
+                let day = epoch + chrono::Duration::days(i64::from(d));
+                let _ = write!(out, "{}", day.format("%Y-%m-%d"));
+            })
         }
         dtype if dtype.is_integer() || dtype.is_bool() => {
             let text = series.cast(&DataType::String)?;
-            text.str()?.iter().map(|v| v.map(str::to_owned)).collect()
+            Texts::of_str(text.str()?.iter())
         }
-        _ => (0..series.len())
-            .map(|i| {
-                let value = series.get(i).ok()?;
-                (!value.is_null()).then(|| value.to_string())
-            })
-            .collect(),
+        _ => {
+            let values: Vec<Option<String>> = (0..series.len())
+                .map(|i| {
+                    let value = series.get(i).ok()?;
+                    (!value.is_null()).then(|| value.to_string())
+                })
+                .collect();
+            Texts::of_str(values.iter().map(|v| v.as_deref()))
+        }
     })
 }
 

@@ -9,7 +9,7 @@ use rust_decimal::Decimal;
 use super::decode::{FileCtx, Window, trim};
 use super::header::Header;
 use super::split::Record;
-use crate::error::{ErrorKind, Location, RowError, RowProblem};
+use crate::error::{ErrorKind, RowError, RowProblem};
 
 /// One column a profile reads: a key naming it, the header names it goes by, and whether a
 /// file without it is not of this format.
@@ -65,7 +65,7 @@ impl<'a> Row<'a> {
 
     /// An error about column `col` of this row.
     pub(crate) fn error(&self, col: usize, problem: RowProblem) -> RowError {
-        let location = Location::line(&self.ctx.path, self.line);
+        let location = self.ctx.location(self.line);
         RowError::new(location.with_column(self.column_name(col)), problem)
     }
 
@@ -112,7 +112,7 @@ impl<'a> Row<'a> {
                     RowError::new(location.with_column(name(self)), RowProblem::Encoding { offset })
                 }
                 other => RowError::new(
-                    Location::line(&self.ctx.path, self.line),
+                    self.ctx.location(self.line),
                     RowProblem::Unreadable(other.to_string()),
                 ),
             })?;
@@ -184,7 +184,7 @@ impl<'a> Row<'a> {
         let found = self.record.len();
         if found < width {
             let column = self.header.names[found].clone();
-            let location = Location::line(&self.ctx.path, self.line).with_column(column);
+            let location = self.ctx.location(self.line).with_column(column);
             let error = RowError::new(location, RowProblem::Missing { found, width });
             return Next::Bad(error, self.cells());
         }

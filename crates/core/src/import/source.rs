@@ -49,7 +49,8 @@ fn is_blank(record: &Record) -> bool {
 /// as it is read.
 fn start_reading(path: &Path) -> Result<(Splitter<HashingReader>, FileCtx)> {
     let Opened { head, mut rest, direct } = open_input(path)?;
-    let (hashing, read_size, sniffed) = if head.starts_with(b"PAR1") {
+    let parquet = head.starts_with(b"PAR1");
+    let (hashing, read_size, sniffed) = if parquet {
         let csv = parquet_bill(path)?;
         let hashing = HashingReader { inner: csv, hasher: Sha256::new(), bytes: 0, hashing: true };
         let sniffed =
@@ -84,7 +85,9 @@ fn start_reading(path: &Path) -> Result<(Splitter<HashingReader>, FileCtx)> {
     let mut reader = Splitter::with_read_size(hashing, read_size).with_delimiter(delimiter);
     // The byte-order mark is hashed with the file, and part of no cell.
     reader.skip(bom);
-    Ok((reader, FileCtx::new(path.to_owned(), encoding, seen_multibyte)))
+    let mut ctx = FileCtx::new(path.to_owned(), encoding, seen_multibyte);
+    ctx.rows = parquet;
+    Ok((reader, ctx))
 }
 
 /// A Parquet bill as CSV text (see `parquet`): a file of its own, read where its footer is.
