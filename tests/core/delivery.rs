@@ -239,3 +239,15 @@ fn a_parquet_bill_with_a_column_of_the_wrong_type_is_refused_at_its_row() {
     let err = store.import(std::slice::from_ref(&gz), &ImportOptions::default()).unwrap_err();
     assert!(err.to_string().contains("a Parquet bill is read from a file of its own"), "{err}");
 }
+
+#[test]
+fn a_zstd_compressed_bill_is_the_same_bill() {
+    let dir = tempfile::tempdir().unwrap();
+    let csv = fixture("autodl/valid/two_days.csv");
+    let zst = dir.path().join("bill.csv.zst");
+    std::fs::write(&zst, zstd::encode_all(&std::fs::read(&csv).unwrap()[..], 3).unwrap()).unwrap();
+    let store = Store::open(dir.path().join(".gpuaudit"));
+    store.import(std::slice::from_ref(&csv), &ImportOptions::default()).unwrap();
+    let again = store.import(std::slice::from_ref(&zst), &ImportOptions::default()).unwrap();
+    assert_eq!((again.files[0].new, again.files[0].duplicates), (0, 7));
+}

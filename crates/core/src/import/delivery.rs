@@ -3,7 +3,8 @@
 //!
 //! Decisions:
 //! - Compression is told by content (the first bytes), never by name: a gzip stream (one
-//!   member or several, as AWS writes them) is decompressed as it is read, on the reader
+//!   member or several, as AWS writes them) or a zstd stream (with the store feature) is
+//!   decompressed as it is read, on the reader
 //!   thread, so a bill of any size imports in bounded memory. The ledger records the digest
 //!   and size of the decompressed bill, so the same export delivered as CSV or as `.csv.gz` is
 //!   the same file to the ledger (and its charges have the same ids either way).
@@ -51,6 +52,11 @@ pub(crate) fn is_gzip(head: &[u8]) -> bool {
     head.starts_with(&[0x1f, 0x8b])
 }
 
+/// The zstd magic bytes.
+pub(crate) fn is_zstd(head: &[u8]) -> bool {
+    head.starts_with(&[0x28, 0xb5, 0x2f, 0xfd])
+}
+
 /// An input given to an import that is not imported, and why.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Skipped {
@@ -70,11 +76,12 @@ pub struct Bills {
     pub skipped: Vec<Skipped>,
 }
 
-/// Whether a file name is a bill's: CSV or text, a workbook, a gzip or zip of them.
+/// Whether a file name is a bill's: CSV or text, a workbook, Parquet, a gzip, zstd or zip of
+/// them.
 pub fn is_bill_name(name: &str) -> bool {
     let name = name.to_ascii_lowercase();
-    let name = name.strip_suffix(".gz").unwrap_or(&name);
-    [".csv", ".txt", ".tsv", ".xlsx", ".xlsm", ".xls", ".ods", ".zip"]
+    let name = name.strip_suffix(".gz").or_else(|| name.strip_suffix(".zst")).unwrap_or(&name);
+    [".csv", ".txt", ".tsv", ".xlsx", ".xlsm", ".xls", ".ods", ".zip", ".parquet"]
         .iter()
         .any(|e| name.ends_with(e))
 }
@@ -335,6 +342,29 @@ pub(crate) fn gunzip(head: Vec<u8>, rest: Box<dyn Read + Send>) -> Box<dyn Read 
     Box::new(Bounded { inner: inflated, consumed, out: 0, free: INFLATION_FREE_BYTES })
 }
 
+/// `head` and `rest`, a zstd stream, decompressed as it is read, its inflation bounded (with
+/// the store feature, which builds zstd for polars' Parquet reader anyway).
+pub(crate) fn unzstd(
+    path: &Path,
+    head: Vec<u8>,
+    rest: Box<dyn Read + Send>,
+) -> Result<Box<dyn Read + Send>> {
+    #[cfg(feature = "store")]
+    {
+        let consumed = Arc::new(AtomicU64::new(0));
+        let counted =
+            Counted { inner: io::Cursor::new(head).chain(rest), consumed: consumed.clone() };
+        let inflated = zstd::stream::read::Decoder::new(counted).map_err(|e| Error::io(path, e))?;
+        Ok(Box::new(Bounded { inner: inflated, consumed, out: 0, free: INFLATION_FREE_BYTES }))
+    }
+    #[cfg(not(feature = "store"))]
+    {
+        let _ = (head, rest);
+        let message = "a zstd-compressed bill needs gpuaudit built with the store feature";
+        Err(delivery_error(path, message.to_owned()))
+    }
+}
+
 /// Counts the compressed bytes read.
 struct Counted<R> {
     inner: R,
@@ -436,10 +466,12 @@ mod tests {
 
     #[test]
     fn bill_names() {
-        for name in ["a.csv", "B.CSV.GZ", "x.xlsx", "y.zip", "z.txt.gz"] {
+        for name in
+            ["a.csv", "B.CSV.GZ", "x.xlsx", "y.zip", "z.txt.gz", "e-1.snappy.parquet", "c.csv.zst"]
+        {
             assert!(is_bill_name(name), "{name}");
         }
-        for name in ["README.md", "manifest.json", "a.parquet.gz", "a.gz", "notes"] {
+        for name in ["README.md", "manifest.json", "a.gz", "notes", "a.zst"] {
             assert!(!is_bill_name(name), "{name}");
         }
     }

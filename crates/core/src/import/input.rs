@@ -65,8 +65,12 @@ pub(crate) fn open_input(path: &Path) -> Result<Opened> {
         (Box::new(file), direct)
     };
     let head = read_head(path, &mut rest)?;
-    if super::delivery::is_gzip(&head) {
-        let mut rest = super::delivery::gunzip(head, rest);
+    if super::delivery::is_gzip(&head) || super::delivery::is_zstd(&head) {
+        let mut rest = if super::delivery::is_gzip(&head) {
+            super::delivery::gunzip(head, rest)
+        } else {
+            super::delivery::unzstd(path, head, rest)?
+        };
         let head = read_head(path, &mut rest)?;
         return Ok(Opened { head, rest, direct: false });
     }
