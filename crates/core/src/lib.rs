@@ -38,6 +38,7 @@ pub mod platforms;
 pub mod reconcile;
 pub mod report;
 pub mod waste;
+pub mod window;
 
 pub use charge::{
     Category, Charge, ChargeId, Kind, MAX_SCALE, Origin, Pricing, YearMonth, link_to_instances,

@@ -7,24 +7,25 @@ use rust_decimal::Decimal;
 
 use super::{Check, Context, Discrepancy, Line, Measure, span_text};
 use crate::charge::UnitPriceOf;
-use crate::charge::{Category, Charge, Kind, Pricing};
+use crate::charge::{Category, Kind, Pricing};
 use crate::error::Result;
 use crate::money;
 use crate::report::{duration_text, money_text};
+use crate::window::Row;
 
-fn line(c: &Charge) -> Line {
-    Line { file: c.origin.file.clone(), line: c.origin.line }
+fn line(c: &Row) -> Line {
+    Line { file: c.origin.file.to_string(), line: c.origin.line }
 }
 
-fn base(check: &dyn Check, c: &Charge, period: String) -> Discrepancy {
+fn base(check: &dyn Check, c: &Row, period: String) -> Discrepancy {
     Discrepancy {
         code: check.code(),
         check: check.name(),
-        platform: c.platform.clone(),
-        account: c.account.clone(),
-        resource_id: c.resource_id.clone(),
+        platform: c.platform.to_string(),
+        account: c.account.as_deref().map(str::to_owned),
+        resource_id: c.resource_id.as_deref().map(str::to_owned),
         period,
-        measure: Measure::Money(c.currency.clone()),
+        measure: Measure::Money(c.currency.to_string()),
         expected: Decimal::ZERO,
         actual: Decimal::ZERO,
         difference: Decimal::ZERO,
@@ -98,17 +99,17 @@ impl Check for DoubleCharge {
     }
     fn run(&self, ctx: &Context<'_>) -> Result<Vec<Discrepancy>> {
         type Key<'a> = (&'a str, Option<&'a str>, &'a str, Category, &'a str, &'a str);
-        let mut groups: BTreeMap<Key<'_>, Vec<&Charge>> = BTreeMap::new();
+        let mut groups: BTreeMap<Key<'_>, Vec<&Row>> = BTreeMap::new();
         for c in ctx.in_month() {
             let charged = matches!(c.kind, Kind::Usage) && c.billed_cost > Decimal::ZERO;
             if let (true, Some(r)) = (charged && c.charge_end > c.charge_start, &c.resource_id) {
                 let key = (
-                    c.platform.as_str(),
+                    &*c.platform,
                     c.account.as_deref(),
-                    r.as_str(),
+                    &**r,
                     c.category,
-                    c.origin.item.as_str(),
-                    c.currency.as_str(),
+                    &*c.origin.item,
+                    &*c.currency,
                 );
                 groups.entry(key).or_default().push(c);
             }
@@ -116,7 +117,7 @@ impl Check for DoubleCharge {
         let mut out = Vec::new();
         for mut rows in groups.into_values() {
             rows.sort_by_key(|c| (c.charge_start, c.charge_end, c.origin.line));
-            let mut latest: Option<&Charge> = None;
+            let mut latest: Option<&Row> = None;
             for c in rows {
                 if let Some(prev) = latest.filter(|p| c.charge_start < p.charge_end) {
                     let start = c.charge_start;
@@ -156,7 +157,7 @@ impl Check for CoverageGap {
     fn run(&self, ctx: &Context<'_>) -> Result<Vec<Discrepancy>> {
         let continuous =
             [Category::SystemDisk, Category::DataDisk, Category::PublicIp, Category::Snapshot];
-        let mut groups: BTreeMap<(&str, &str, Category), Vec<&Charge>> = BTreeMap::new();
+        let mut groups: BTreeMap<(&str, &str, Category), Vec<&Row>> = BTreeMap::new();
         for c in ctx.in_month() {
             if let (true, Some(r)) = (
                 continuous.contains(&c.category)
@@ -164,7 +165,7 @@ impl Check for CoverageGap {
                     && c.charge_end > c.charge_start,
                 &c.resource_id,
             ) {
-                groups.entry((c.platform.as_str(), r.as_str(), c.category)).or_default().push(c);
+                groups.entry((&*c.platform, &**r, c.category)).or_default().push(c);
             }
         }
         let mut out = Vec::new();
@@ -215,12 +216,9 @@ impl Check for BalanceChain {
         "balance-chain"
     }
     fn run(&self, ctx: &Context<'_>) -> Result<Vec<Discrepancy>> {
-        let mut files: BTreeMap<(&str, Option<&str>, &str), Vec<&Charge>> = BTreeMap::new();
+        let mut files: BTreeMap<(&str, Option<&str>, &str), Vec<&Row>> = BTreeMap::new();
         for c in ctx.charges.iter().filter(|c| c.balance_after.is_some()) {
-            files
-                .entry((c.platform.as_str(), c.account.as_deref(), c.origin.file.as_str()))
-                .or_default()
-                .push(c);
+            files.entry((&*c.platform, c.account.as_deref(), &*c.origin.file)).or_default().push(c);
         }
         let mut out = Vec::new();
         for mut rows in files.into_values() {
@@ -273,11 +271,11 @@ impl Check for StatementTotal {
                 out.push(Discrepancy {
                     code: self.code(),
                     check: self.name(),
-                    platform: f.platform.clone(),
+                    platform: f.platform.to_string(),
                     account: None,
                     resource_id: None,
                     period: ctx.month.to_string(),
-                    measure: Measure::Money(f.currency.clone()),
+                    measure: Measure::Money(f.currency.to_string()),
                     expected: f.expected,
                     actual: f.actual,
                     difference: money::sub(f.actual, f.expected, "a footer's difference")?,
@@ -296,9 +294,9 @@ impl Check for StatementTotal {
                 .in_month()
                 .filter(|c| {
                     c.is_spend()
-                        && c.platform == s.platform
-                        && c.currency == s.currency
-                        && s.account.as_ref().is_none_or(|a| c.account.as_ref() == Some(a))
+                        && *c.platform == *s.platform
+                        && *c.currency == *s.currency
+                        && s.account.as_deref().is_none_or(|a| c.account.as_deref() == Some(a))
                 })
                 .map(|c| c.billed_cost);
             let actual = money::sum(of_statement, "the ledger's total for a statement")?;
@@ -306,11 +304,11 @@ impl Check for StatementTotal {
                 out.push(Discrepancy {
                     code: self.code(),
                     check: self.name(),
-                    platform: s.platform.clone(),
-                    account: s.account.clone(),
+                    platform: s.platform.to_string(),
+                    account: s.account.as_deref().map(str::to_owned),
                     resource_id: None,
                     period: s.month.to_string(),
-                    measure: Measure::Money(s.currency.clone()),
+                    measure: Measure::Money(s.currency.to_string()),
                     expected: s.total,
                     actual,
                     difference: money::sub(actual, s.total, "a statement's difference")?,
@@ -354,7 +352,7 @@ impl Check for RateCardCheck {
             let Some(contracted) = config
                 .rates
                 .iter()
-                .find(|r| r.platform == c.platform && r.gpu_model == model)
+                .find(|r| *r.platform == *c.platform && r.gpu_model == model)
                 .and_then(|r| r.on_demand_hourly)
             else {
                 continue;
@@ -390,11 +388,11 @@ impl Check for MixedCurrency {
     }
     fn run(&self, ctx: &Context<'_>) -> Result<Vec<Discrepancy>> {
         /// Per currency: its sum and its first charge.
-        type Currencies<'a> = BTreeMap<&'a str, (Decimal, &'a Charge)>;
+        type Currencies<'a> = BTreeMap<&'a str, (Decimal, &'a Row)>;
         let mut groups: BTreeMap<(&str, Option<&str>), Currencies<'_>> = BTreeMap::new();
         for c in ctx.in_month() {
-            let currencies = groups.entry((c.platform.as_str(), c.account.as_deref())).or_default();
-            let sum = &mut currencies.entry(c.currency.as_str()).or_insert((Decimal::ZERO, c)).0;
+            let currencies = groups.entry((&*c.platform, c.account.as_deref())).or_default();
+            let sum = &mut currencies.entry(&*c.currency).or_insert((Decimal::ZERO, c)).0;
             *sum = money::add(*sum, c.billed_cost, "an account's spend in a currency")?;
         }
         let mut out = Vec::new();

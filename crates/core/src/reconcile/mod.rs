@@ -36,10 +36,11 @@ pub use checks::{
 };
 
 use crate::charge::ControlTotal;
-use crate::charge::{Charge, YearMonth};
+use crate::charge::YearMonth;
 use crate::config::Config;
 use crate::error::{Error, ErrorKind, Location, Result, RowError, RowProblem};
 use crate::parse::parse_amount;
+use crate::window::Row;
 
 /// What a discrepancy's figures count.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -181,7 +182,7 @@ pub static CHECKS: &[&dyn Check] = &[
 /// What the checks see.
 pub struct Context<'a> {
     /// Every charge given (the month's, and the rest of their files for R004).
-    pub charges: &'a [Charge],
+    pub charges: &'a [Row],
     /// The month checked.
     pub month: YearMonth,
     /// Footers, statements, rate cards.
@@ -190,7 +191,7 @@ pub struct Context<'a> {
 
 impl<'a> Context<'a> {
     /// The month's charges.
-    pub fn in_month(&self) -> impl Iterator<Item = &'a Charge> + '_ {
+    pub fn in_month(&self) -> impl Iterator<Item = &'a Row> + '_ {
         let month = self.month;
         self.charges.iter().filter(move |c| c.billing_period == month)
     }
@@ -209,7 +210,7 @@ pub fn check_by_code(code: &str) -> Option<&'static dyn Check> {
 
 /// Runs every check.
 pub fn check(
-    charges: &[Charge],
+    charges: &[crate::Charge],
     month: YearMonth,
     input: &ReconcileInput,
 ) -> Result<Vec<Discrepancy>> {
@@ -219,7 +220,17 @@ pub fn check(
 /// Runs the given checks; results in check order, then by location.
 pub fn check_with(
     checks: &[&dyn Check],
-    charges: &[Charge],
+    charges: &[crate::Charge],
+    month: YearMonth,
+    input: &ReconcileInput,
+) -> Result<Vec<Discrepancy>> {
+    check_rows(checks, &crate::window::rows_of(charges), month, input)
+}
+
+/// [`check_with`] of the charges as [`Row`]s (what the ledger reads for a window).
+pub fn check_rows(
+    checks: &[&dyn Check],
+    charges: &[Row],
     month: YearMonth,
     input: &ReconcileInput,
 ) -> Result<Vec<Discrepancy>> {

@@ -37,9 +37,10 @@ pub use rules::{
 };
 pub use timeline::{Span, Timeline};
 
-use crate::charge::{Category, Charge, ChargeId, YearMonth};
+use crate::charge::{Category, ChargeId, YearMonth};
 use crate::config::Config;
 use crate::platforms::Platforms;
+use crate::window::Row;
 
 /// How much a finding matters.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
@@ -153,7 +154,7 @@ type Rate = (Decimal, i64, DateTime<Utc>);
 /// the charges once (timelines, knowledge spans, first sightings, resource rates).
 pub struct Context<'a> {
     /// Charges of the month and of its look-back.
-    pub charges: &'a [Charge],
+    pub charges: &'a [Row],
     /// The audited month.
     pub month: YearMonth,
     /// Thresholds, rate cards, instance notes.
@@ -168,7 +169,7 @@ pub struct Context<'a> {
 impl<'a> Context<'a> {
     /// Builds timelines, knowledge spans, first sightings and resource rates once.
     pub fn new(
-        charges: &'a [Charge],
+        charges: &'a [Row],
         month: YearMonth,
         config: &'a Config,
         platforms: &'a Platforms,
@@ -186,7 +187,7 @@ impl<'a> Context<'a> {
                 *seen = (*seen).min(c.charge_start);
             }
             if c.billing_period == month && c.is_spend() && c.billed_cost > Decimal::ZERO {
-                let key = (c.platform.as_str(), resource, c.category, c.currency.as_str());
+                let key = (&*c.platform, resource, c.category, &*c.currency);
                 let rate = rates.entry(key).or_insert((Decimal::ZERO, 0, c.charge_end));
                 rate.0 = crate::money::add(rate.0, c.billed_cost, "a resource's spend")?;
                 rate.1 += (c.charge_end - c.charge_start).num_seconds();
@@ -206,13 +207,13 @@ impl<'a> Context<'a> {
     }
 
     /// A resource's spend in the month (billed, seconds, last end), by its charge `c`.
-    pub(crate) fn rate_of(&self, c: &'a Charge) -> Option<Rate> {
+    pub(crate) fn rate_of(&self, c: &'a Row) -> Option<Rate> {
         let resource = c.resource_id.as_deref().unwrap_or("");
-        self.rates.get(&(c.platform.as_str(), resource, c.category, c.currency.as_str())).copied()
+        self.rates.get(&(&*c.platform, resource, c.category, &*c.currency)).copied()
     }
 
     /// Charges whose billing period is the audited month (spend only).
-    pub fn in_month(&self) -> impl Iterator<Item = &'a Charge> + '_ {
+    pub fn in_month(&self) -> impl Iterator<Item = &'a Row> + '_ {
         let month = self.month;
         self.charges.iter().filter(move |c| c.billing_period == month && c.is_spend())
     }
@@ -254,14 +255,18 @@ impl<'a> Context<'a> {
 /// Runs every rule of [`RULES`], cutting the built-in profiles' platforms in their zones (see
 /// [`audit_in`] for other platforms). A sum of money that would not fit exactly is an
 /// [`crate::ErrorKind::Overflow`], never a rounded total.
-pub fn audit(charges: &[Charge], month: YearMonth, config: &Config) -> crate::Result<Vec<Finding>> {
+pub fn audit(
+    charges: &[crate::Charge],
+    month: YearMonth,
+    config: &Config,
+) -> crate::Result<Vec<Finding>> {
     audit_with(RULES, charges, month, config)
 }
 
 /// Runs the given rules with the built-in profiles' zones (see [`audit_in`]).
 pub fn audit_with(
     rules: &[&dyn Rule],
-    charges: &[Charge],
+    charges: &[crate::Charge],
     month: YearMonth,
     config: &Config,
 ) -> crate::Result<Vec<Finding>> {
@@ -274,7 +279,18 @@ pub fn audit_with(
 /// largest first.
 pub fn audit_in(
     rules: &[&dyn Rule],
-    charges: &[Charge],
+    charges: &[crate::Charge],
+    month: YearMonth,
+    config: &Config,
+    platforms: &Platforms,
+) -> crate::Result<Vec<Finding>> {
+    audit_rows(rules, &crate::window::rows_of(charges), month, config, platforms)
+}
+
+/// [`audit_in`] of the charges as [`Row`]s (what the ledger reads for a window).
+pub fn audit_rows(
+    rules: &[&dyn Rule],
+    charges: &[Row],
     month: YearMonth,
     config: &Config,
     platforms: &Platforms,
@@ -331,7 +347,7 @@ pub fn rule_by_code(code: &str) -> Option<&'static dyn Rule> {
 pub fn totals(findings: &[Finding]) -> crate::Result<Vec<(String, Decimal)>> {
     let mut t: std::collections::BTreeMap<String, Decimal> = Default::default();
     for f in findings {
-        let total = t.entry(f.currency.clone()).or_default();
+        let total = t.entry(f.currency.to_string()).or_default();
         *total = crate::money::add(*total, f.amount, "the month's wasted money")?;
     }
     Ok(t.into_iter().collect())

@@ -7,16 +7,17 @@ use rust_decimal::Decimal;
 
 use super::timeline::{Span, overlap_seconds};
 use super::{Context, Evidence, Finding, Rule, Severity};
-use crate::charge::{Category, Charge, Kind, Pricing};
+use crate::charge::{Category, Kind, Pricing};
 use crate::error::Result;
 use crate::money;
 use crate::report::money_text;
+use crate::window::Row;
 
 /// Seconds in the 30-day month used for projections.
 const MONTH_SECONDS: i64 = 30 * 24 * 3600;
 
 /// The part of `c`'s billed cost that falls in `spans`, pro-rated by time.
-fn prorated(c: &Charge, spans: &[Span]) -> Result<Decimal> {
+fn prorated(c: &Row, spans: &[Span]) -> Result<Decimal> {
     let duration = (c.charge_end - c.charge_start).num_seconds();
     if duration <= 0 {
         let inside = spans.iter().any(|&(s, e)| c.charge_start >= s && c.charge_start < e);
@@ -37,7 +38,7 @@ fn share_of(amount: Decimal, part: Decimal, whole: Decimal) -> Result<Decimal> {
 
 /// The part of `c`'s time inside `spans` (first start to last end); a charge with no
 /// duration is its own instant.
-fn clip(c: &Charge, spans: &[Span]) -> Span {
+fn clip(c: &Row, spans: &[Span]) -> Span {
     let touches = |&&(s, e): &&Span| {
         s < c.charge_end.max(c.charge_start + Duration::seconds(1)) && e > c.charge_start
     };
@@ -57,7 +58,7 @@ fn clip(c: &Charge, spans: &[Span]) -> Span {
 type GroupKey = (String, Option<String>, Option<String>, Category, String);
 
 /// A wasted piece of a charge: the charge, the money, the time.
-type Piece<'a> = (&'a Charge, Decimal, Span);
+type Piece<'a> = (&'a Row, Decimal, Span);
 
 #[derive(Default)]
 struct Drafts<'a> {
@@ -65,16 +66,16 @@ struct Drafts<'a> {
 }
 
 impl<'a> Drafts<'a> {
-    fn add(&mut self, c: &'a Charge, wasted: Decimal, span: Span) {
+    fn add(&mut self, c: &'a Row, wasted: Decimal, span: Span) {
         if wasted.is_zero() {
             return;
         }
         let key = (
-            c.platform.clone(),
-            c.instance_id.clone(),
-            c.resource_id.clone(),
+            c.platform.to_string(),
+            c.instance_id.as_deref().map(str::to_owned),
+            c.resource_id.as_deref().map(str::to_owned),
             c.category,
-            c.currency.clone(),
+            c.currency.to_string(),
         );
         self.groups.entry(key).or_default().push((c, wasted, span));
     }
@@ -94,23 +95,23 @@ impl<'a> Drafts<'a> {
                     code: rule.code(),
                     rule: rule.name(),
                     severity: Severity::Low,
-                    platform: first.platform.clone(),
-                    account: first.account.clone(),
-                    instance_id: first.instance_id.clone(),
-                    resource_id: first.resource_id.clone(),
+                    platform: first.platform.to_string(),
+                    account: first.account.as_deref().map(str::to_owned),
+                    instance_id: first.instance_id.as_deref().map(str::to_owned),
+                    resource_id: first.resource_id.as_deref().map(str::to_owned),
                     category: first.category,
                     period_start: items.iter().map(|i| i.2.0).min().unwrap_or(first.charge_start),
                     period_end: items.iter().map(|i| i.2.1).max().unwrap_or(first.charge_end),
                     amount: money::sum(items.iter().map(|i| i.1), "a finding's wasted money")?,
-                    currency: first.currency.clone(),
+                    currency: first.currency.to_string(),
                     monthly_projection: projection,
                     charges: items
                         .iter()
                         .map(|(c, wasted, _)| Evidence {
                             id: c.id,
-                            file: c.origin.file.clone(),
+                            file: c.origin.file.to_string(),
                             line: c.origin.line,
-                            item: c.origin.item.clone(),
+                            item: c.origin.item.to_string(),
                             billed_cost: c.billed_cost,
                             wasted: *wasted,
                         })
@@ -124,7 +125,7 @@ impl<'a> Drafts<'a> {
 
 /// What a resource costs per 30 days at its rate in the month, if it still bills on the last
 /// day of the month (or of what the ledger knows, if earlier); else 0.
-fn resource_projection(ctx: &Context<'_>, c: &Charge) -> Result<Decimal> {
+fn resource_projection(ctx: &Context<'_>, c: &Row) -> Result<Decimal> {
     let (Some(known), Some((billed, seconds, last_end))) =
         (ctx.known_span(&c.platform), ctx.rate_of(c))
     else {
@@ -137,7 +138,7 @@ fn resource_projection(ctx: &Context<'_>, c: &Charge) -> Result<Decimal> {
     share_of(billed, Decimal::from(MONTH_SECONDS), Decimal::from(seconds))
 }
 
-fn name_of(c: &Charge) -> String {
+fn name_of(c: &Row) -> String {
     let what = match c.category {
         Category::SystemDisk => "system disk",
         Category::DataDisk => "data disk",
@@ -187,8 +188,7 @@ fn while_off(
         if !tl.knows_off() {
             continue; // compute seen only at instants: when it was off is unknown
         }
-        let spans =
-            off.entry(instance.as_str()).or_insert_with(|| tl.off_after_grace(known, grace));
+        let spans = off.entry(&**instance).or_insert_with(|| tl.off_after_grace(known, grace));
         drafts.add(c, prorated(c, spans)?, clip(c, spans));
     }
     drafts.findings(rule, |items| {
@@ -366,7 +366,8 @@ impl OnDemandOverSubscription {
                 && c.billed_cost > Decimal::ZERO;
             let Some(days) = plan.then(|| plan_days(c)).flatten() else { continue };
             let Some(gpu) = model(ctx, c) else { continue };
-            let entry = seen.entry((c.platform.clone(), gpu, c.currency.clone())).or_default();
+            let entry =
+                seen.entry((c.platform.to_string(), gpu, c.currency.to_string())).or_default();
             let (slot, per) = if days >= 28 { (&mut entry.0, 30) } else { (&mut entry.1, 7) };
             let price = share_of(c.billed_cost, Decimal::from(per), Decimal::from(days))?;
             *slot = Some(slot.map_or(price, |p: Decimal| p.min(price)));
@@ -391,7 +392,7 @@ impl OnDemandOverSubscription {
 /// The length in days of the plan a subscription purchase bought: its span when the bill
 /// gives one of a day or more, else the plan its item names (包周/weekly 7, 包月/monthly 30,
 /// 包年/yearly 365 days; 包日 and unnamed plans are not compared).
-fn plan_days(c: &Charge) -> Option<i64> {
+fn plan_days(c: &Row) -> Option<i64> {
     let secs = (c.charge_end - c.charge_start).num_seconds();
     if secs >= 86_400 {
         return Some(secs / 86_400);
@@ -403,8 +404,8 @@ fn plan_days(c: &Charge) -> Option<i64> {
         .map(|&(_, days)| days)
 }
 
-fn model(ctx: &Context<'_>, c: &Charge) -> Option<String> {
-    c.gpu_model.clone().or_else(|| {
+fn model(ctx: &Context<'_>, c: &Row) -> Option<String> {
+    c.gpu_model.as_deref().map(str::to_owned).or_else(|| {
         c.instance_id
             .as_deref()
             .and_then(|i| ctx.config.gpu_model_of(&c.platform, i))
@@ -420,7 +421,7 @@ impl Rule for OnDemandOverSubscription {
         "on-demand-over-subscription"
     }
     fn check(&self, ctx: &Context<'_>) -> Result<Vec<Finding>> {
-        let mut by_instance: BTreeMap<(String, String, String), Vec<&Charge>> = BTreeMap::new();
+        let mut by_instance: BTreeMap<(String, String, String), Vec<&Row>> = BTreeMap::new();
         for c in ctx.in_month() {
             let on_demand = c.category == Category::Compute
                 && c.kind == Kind::Usage
@@ -428,7 +429,7 @@ impl Rule for OnDemandOverSubscription {
                 && c.billed_cost > Decimal::ZERO;
             if let (true, Some(i)) = (on_demand, &c.instance_id) {
                 by_instance
-                    .entry((c.platform.clone(), i.clone(), c.currency.clone()))
+                    .entry((c.platform.to_string(), i.to_string(), c.currency.to_string()))
                     .or_default()
                     .push(c);
             }
@@ -508,11 +509,12 @@ impl Rule for TrafficHeavy {
     }
     fn check(&self, ctx: &Context<'_>) -> Result<Vec<Finding>> {
         let share = ctx.config.waste.traffic_share;
-        let mut cost: BTreeMap<(String, String, String), (Decimal, Vec<&Charge>)> = BTreeMap::new();
+        let mut cost: BTreeMap<(String, String, String), (Decimal, Vec<&Row>)> = BTreeMap::new();
         for c in ctx.in_month() {
             let Some(i) = &c.instance_id else { continue };
-            let entry =
-                cost.entry((c.platform.clone(), i.clone(), c.currency.clone())).or_default();
+            let entry = cost
+                .entry((c.platform.to_string(), i.to_string(), c.currency.to_string()))
+                .or_default();
             entry.0 = money::add(entry.0, c.billed_cost, "an instance's cost")?;
             if c.category == Category::Traffic && c.billed_cost > Decimal::ZERO {
                 entry.1.push(c);

@@ -12,7 +12,8 @@ use std::collections::HashMap;
 
 use chrono::{DateTime, Duration, Utc};
 
-use crate::charge::{Category, Charge, Kind};
+use crate::charge::{Category, Kind};
+use crate::window::Row;
 
 /// A half-open span of time `[start, end)`.
 pub type Span = (DateTime<Utc>, DateTime<Utc>);
@@ -71,7 +72,7 @@ impl Timeline {
 }
 
 /// Timelines of every instance, keyed by (platform, instance id).
-pub fn build(charges: &[Charge]) -> HashMap<(&str, &str), Timeline> {
+pub fn build(charges: &[Row]) -> HashMap<(&str, &str), Timeline> {
     /// An instance's compute: spans paid for, and instants seen.
     type Compute = (Vec<Span>, Vec<DateTime<Utc>>);
     let mut spans: HashMap<(&str, &str), Compute> = HashMap::new();
@@ -79,7 +80,7 @@ pub fn build(charges: &[Charge]) -> HashMap<(&str, &str), Timeline> {
         let compute =
             c.category == Category::Compute && matches!(c.kind, Kind::Usage | Kind::Purchase);
         if let (true, Some(instance)) = (compute, &c.instance_id) {
-            let entry = spans.entry((c.platform.as_str(), instance.as_str())).or_default();
+            let entry = spans.entry((&*c.platform, &**instance)).or_default();
             if c.charge_end > c.charge_start {
                 entry.0.push((c.charge_start, c.charge_end));
             } else {
