@@ -171,3 +171,48 @@ fn a_batch_too_varied_for_a_rollup_is_summarised_from_its_charges() {
     assert!(!store.root().join("rollups").exists());
     assert_agrees(&store, "a batch without a rollup");
 }
+
+/// Waste and reconcile read the window as rows straight from the part files' columns
+/// (`Store::load_rows`); the findings and discrepancies are those of the rules run on the
+/// loaded charges (`Store::load`, then the embedding API), for every month of the ledger.
+#[test]
+fn waste_and_reconcile_on_the_columnar_window_equal_them_on_the_loaded_charges() {
+    use gpuaudit_core::config::Config;
+    use gpuaudit_core::reconcile::{self, ReconcileInput};
+    use gpuaudit_core::waste;
+
+    let dir = tempfile::tempdir().unwrap();
+    let store = Store::open(dir.path().join(".gpuaudit"));
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+    let examples: Vec<PathBuf> = ["autodl-2024-05.csv", "aliyun-2024-04.csv", "aliyun-2024-05.csv"]
+        .iter()
+        .map(|f| root.join("examples/bills").join(f))
+        .collect();
+    store.import(&examples, &ImportOptions::default()).unwrap();
+    for seed in 4..=5 {
+        let bill = focus_bill(dir.path(), &format!("focus-{seed}.csv"), seed, 600);
+        store.import(&[bill], &ImportOptions::default()).unwrap();
+    }
+    let config = Config::load(&root.join("examples/gpuaudit.toml"), true).unwrap();
+    let platforms = store.platforms_over(gpuaudit_core::import::profiles()).unwrap();
+    let mut findings = 0;
+    for month in ["2024-04", "2024-05", "2024-06"] {
+        let month: YearMonth = month.parse().unwrap();
+        let window = LoadFilter { months: waste::months_to_read(month, &config) };
+        let charges = store.load(&window).unwrap();
+        let want = waste::audit_in(waste::RULES, &charges, month, &config, &platforms).unwrap();
+        let got = store.audit(month, &config, waste::RULES, &platforms).unwrap();
+        assert_eq!(got, want, "waste {month}");
+        findings += got.len();
+
+        let input = ReconcileInput { platforms: platforms.clone(), ..ReconcileInput::default() };
+        let around = LoadFilter { months: reconcile::months_to_read(month) };
+        let charges = store.load(&around).unwrap();
+        let want = reconcile::check_with(reconcile::CHECKS, &charges, month, &input).unwrap();
+        let got = store.reconcile(month, reconcile::CHECKS, input).unwrap();
+        // The store adds the footers of the files that billed the month; without footers in
+        // these bills, the discrepancies are the same.
+        assert_eq!(got, want, "reconcile {month}");
+    }
+    assert!(findings > 0, "the ledger has waste to find");
+}

@@ -34,8 +34,8 @@ impl Store {
         rules: &[&dyn Rule],
         platforms: &Platforms,
     ) -> Result<Vec<Finding>> {
-        let charges = self.load(&LoadFilter { months: waste::months_to_read(month, config) })?;
-        waste::audit_in(rules, &charges, month, config, platforms)
+        let rows = self.load_rows(&LoadFilter { months: waste::months_to_read(month, config) })?;
+        waste::audit_rows(rules, &rows, month, config, platforms)
     }
 
     /// The discrepancies of `month` by `checks`: reads the months around it
@@ -60,7 +60,7 @@ impl Store {
                 ));
             }
         }
-        let charges = self.load(&LoadFilter { months: reconcile::months_to_read(month) })?;
-        reconcile::check_with(checks, &charges, month, &input)
+        let rows = self.load_rows(&LoadFilter { months: reconcile::months_to_read(month) })?;
+        reconcile::check_rows(checks, &rows, month, &input)
     }
 }

@@ -12,6 +12,7 @@ use rust_decimal::Decimal;
 
 use super::schema::{self, SCHEMA, Type};
 use crate::charge::{Charge, ChargeId, MAX_SCALE, Origin, YearMonth};
+use crate::window::{Interner, Row, RowOrigin};
 
 const PRECISION: usize = 38;
 const SCALE: usize = MAX_SCALE as usize;
@@ -254,21 +255,28 @@ enum Values<'a> {
 
 /// The columns of a part file, read in [`SCHEMA`] order.
 struct Read<'a> {
-    columns: Vec<Values<'a>>,
+    columns: Vec<(&'static str, Values<'a>)>,
 }
 
 impl<'a> Read<'a> {
     fn new(df: &'a DataFrame) -> Result<Self, String> {
-        let columns = SCHEMA
-            .iter()
-            .map(|column| read_column(df, column))
+        Read::of(df, SCHEMA.iter())
+    }
+
+    /// The columns `columns` of `df`.
+    fn of(
+        df: &'a DataFrame,
+        columns: impl Iterator<Item = &'static schema::Column>,
+    ) -> Result<Self, String> {
+        let columns = columns
+            .map(|column| Ok((column.name, read_column(df, column)?)))
             .collect::<Result<Vec<_>, String>>()?;
         Ok(Read { columns })
     }
 
     fn values(&self, name: &str) -> Result<&Values<'a>, String> {
-        let at = SCHEMA.iter().position(|c| c.name == name);
-        at.and_then(|at| self.columns.get(at)).ok_or_else(|| format!("no column {name}"))
+        let found = self.columns.iter().find(|(n, _)| *n == name);
+        found.map(|(_, v)| v).ok_or_else(|| format!("no column {name}"))
     }
 
     fn text(&self, name: &str) -> Result<&[Option<&'a str>], String> {
@@ -413,105 +421,84 @@ pub fn from_frame(df: &DataFrame) -> Result<Vec<Charge>, String> {
         .collect()
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
+/// The columns the rules read ([`Row`]'s): the others (resource name, region, unit, GPU
+/// count) are not read at all.
+pub(crate) const ROW_COLUMNS: [&str; 21] = [
+    "id",
+    "platform",
+    "account",
+    "billing_period",
+    "charge_start",
+    "charge_end",
+    "resource_id",
+    "instance_id",
+    "category",
+    "kind",
+    "pricing",
+    "gpu_model",
+    "quantity",
+    "unit_price",
+    "list_cost",
+    "billed_cost",
+    "currency",
+    "balance_after",
+    "source_file",
+    "source_line",
+    "source_item",
+];
 
-    fn column(values: &[Option<&str>]) -> Vec<Option<String>> {
-        let mut column = TextColumn::Same { name: "t", value: None, count: 0, capacity: 4 };
-        for v in values {
-            column.push(*v);
-        }
-        let built = column.finish();
-        assert_eq!(built.len(), values.len());
-        built.iter().map(|v| v.map(str::to_owned)).collect()
-    }
-
-    /// A charge with every field set, and one with every optional field empty.
-    fn charges() -> Vec<Charge> {
-        use crate::charge::{Category, Kind, Pricing};
-        let at = |s: &str| s.parse::<DateTime<Utc>>().unwrap();
-        let full = Charge {
-            id: ChargeId(0x0123_4567_89ab_cdef_0011_2233_4455_6677),
-            platform: "aliyun".into(),
-            account: Some("1234".into()),
-            billing_period: "2024-05".parse().unwrap(),
-            charge_start: at("2024-05-01T00:00:00Z"),
-            charge_end: at("2024-05-01T01:00:00.000001Z"),
-            resource_id: Some("d-007".into()),
-            resource_name: Some("数据盘".into()),
-            instance_id: Some("i-001".into()),
-            region: Some("cn-beijing".into()),
-            category: Category::DataDisk,
-            kind: Kind::Refund,
-            pricing: Pricing::Subscription,
-            gpu_model: Some("A100".into()),
-            gpu_count: Some(8),
-            quantity: Some("0.000000000001".parse().unwrap()),
-            unit: Some("GB".into()),
-            unit_price: Some("1.5".parse().unwrap()),
-            list_cost: Some("-99999999999999.99".parse().unwrap()),
-            billed_cost: "-12.340000000001".parse().unwrap(),
-            currency: "CNY".into(),
-            balance_after: Some("0".parse().unwrap()),
-            origin: Origin { file: "/bills/a.csv".into(), line: 42, item: "row 3".into() },
-        };
-        let mut empty = full.clone();
-        empty.id = ChargeId(7);
-        (empty.account, empty.resource_id, empty.resource_name) = (None, None, None);
-        (empty.instance_id, empty.region, empty.gpu_model, empty.unit) = (None, None, None, None);
-        (empty.gpu_count, empty.quantity, empty.unit_price) = (None, None, None);
-        (empty.list_cost, empty.balance_after) = (None, None);
-        empty.category = Category::Other;
-        empty.origin.item = String::new();
-        vec![full, empty]
-    }
-
-    #[test]
-    fn every_column_of_the_schema_is_built_and_read_back() {
-        let want = charges();
-        let mut builder = FrameBuilder::new(2);
-        for c in &want {
-            builder.push(c);
-        }
-        let ids: Vec<u128> = want.iter().map(|c| c.id.0).collect();
-        let mut frame = with_ids(builder.finish().unwrap(), &ids).unwrap();
-        let names: Vec<&str> = frame.get_column_names().iter().map(|n| n.as_str()).collect();
-        assert_eq!(names, schema::COLUMNS);
-        assert_eq!(from_frame(&frame).unwrap(), want);
-
-        // And through a part file, as the ledger writes and reads it.
-        let mut bytes = Vec::new();
-        super::super::part::write(&mut bytes, &mut frame).unwrap();
-        let read = ParquetReader::new(std::io::Cursor::new(bytes)).finish().unwrap();
-        assert_eq!(from_frame(&read).unwrap(), want);
-    }
-
-    #[test]
-    fn a_frame_missing_a_column_or_with_the_wrong_type_is_an_error() {
-        let mut builder = FrameBuilder::new(1);
-        builder.push(&charges()[0]);
-        let frame = with_ids(builder.finish().unwrap(), &[1]).unwrap();
-        let without = frame.drop("region").unwrap();
-        assert!(from_frame(&without).unwrap_err().contains("region"));
-        let mut wrong = frame.clone();
-        wrong.replace("billed_cost", Column::new("billed_cost".into(), ["1"])).unwrap();
-        assert!(from_frame(&wrong).unwrap_err().contains("billed_cost"));
-    }
-
-    #[test]
-    fn text_columns_hold_what_was_pushed_whether_one_value_or_many() {
-        let cases: [&[Option<&str>]; 6] = [
-            &[],
-            &[Some("focus"); 5],
-            &[None, None, None],
-            &[Some("a"), Some("a"), None, Some("b"), Some("a")],
-            &[None, Some("x")],
-            &[Some("/a/very/long/path/to/a/bill/export-2024-05.csv"), Some("")],
-        ];
-        for values in cases {
-            let want: Vec<Option<String>> = values.iter().map(|v| v.map(str::to_owned)).collect();
-            assert_eq!(column(values), want, "{values:?}");
-        }
-    }
+/// The rows of a part file read with [`ROW_COLUMNS`], texts shared through `texts`.
+pub(crate) fn rows_from_frame(df: &DataFrame, texts: &mut Interner) -> Result<Vec<Row>, String> {
+    let columns = ROW_COLUMNS.iter().filter_map(|n| schema::column_named(n));
+    let r = Read::of(df, columns)?;
+    let (ids, platform, account) = (r.text("id")?, r.text("platform")?, r.text("account")?);
+    let period = r.text("billing_period")?;
+    let (start, end) = (r.time("charge_start")?, r.time("charge_end")?);
+    let (resource_id, instance_id) = (r.text("resource_id")?, r.text("instance_id")?);
+    let (category, kind, pricing) = (r.text("category")?, r.text("kind")?, r.text("pricing")?);
+    let (gpu_model, currency) = (r.text("gpu_model")?, r.text("currency")?);
+    let (quantity, unit_price) = (r.decimal("quantity")?, r.decimal("unit_price")?);
+    let (list_cost, billed_cost) = (r.decimal("list_cost")?, r.decimal("billed_cost")?);
+    let balance_after = r.decimal("balance_after")?;
+    let (file, line, item) =
+        (r.text("source_file")?, r.int("source_line")?, r.text("source_item")?);
+    let mut months: Option<(&str, crate::charge::YearMonth)> = None;
+    (0..df.height())
+        .map(|i| {
+            let text = required(period[i], "billing_period")?;
+            let billing_period = match months {
+                Some((t, m)) if t == text => m,
+                _ => months.insert((text, text.parse()?)).1,
+            };
+            Ok(Row {
+                id: parse::<ChargeId>(ids[i], "id")?,
+                platform: texts.text(required(platform[i], "platform")?),
+                account: texts.opt(account[i]),
+                billing_period,
+                charge_start: start[i],
+                charge_end: end[i],
+                resource_id: texts.opt(resource_id[i]),
+                instance_id: texts.opt(instance_id[i]),
+                category: parse(category[i], "category")?,
+                kind: parse(kind[i], "kind")?,
+                pricing: parse(pricing[i], "pricing")?,
+                gpu_model: texts.opt(gpu_model[i]),
+                quantity: quantity[i],
+                unit_price: unit_price[i],
+                list_cost: list_cost[i],
+                billed_cost: required(billed_cost[i], "billed_cost")?,
+                currency: texts.text(required(currency[i], "currency")?),
+                balance_after: balance_after[i],
+                origin: RowOrigin {
+                    file: texts.text(required(file[i], "source_file")?),
+                    line: required(line[i], "source_line")? as u64,
+                    item: texts.text(item[i].unwrap_or_default()),
+                },
+            })
+        })
+        .collect()
 }
+
+#[cfg(test)]
+#[path = "columns_tests.rs"]
+mod tests;

@@ -58,11 +58,38 @@ impl Store {
             .flat_map(|b| b.files.iter().filter(wanted).map(move |p| (b.id.as_str(), &p.path)))
             .map(|(batch, rel)| (batch, self.root.join(rel)))
             .collect();
-        read_parts_in_order(&parts, |mut read| {
+        let decode = |df: &polars::prelude::DataFrame, _: &mut ()| columns::from_frame(df);
+        read_parts_in_order(&parts, None, decode, |mut read| {
             charges.append(&mut read);
         })?;
         crate::charge::link_to_instances(&mut charges);
         Ok(charges)
+    }
+
+    /// The charges that pass `filter` as the rules read them ([`crate::window::Row`]s, texts
+    /// shared, the columns no rule reads left unread), in batch and file order, linked to
+    /// their instances as [`Store::load`] links them: what [`Store::audit`] and
+    /// [`Store::reconcile`] read.
+    pub fn load_rows(&self, filter: &LoadFilter) -> Result<Vec<crate::window::Row>> {
+        let months: HashSet<String> = filter.months.iter().map(ToString::to_string).collect();
+        let manifest = self.manifest()?;
+        let wanted = |part: &&super::PartFile| months.is_empty() || months.contains(&part.month);
+        let rows = manifest.batches.iter().flat_map(|b| b.files.iter().filter(wanted));
+        let mut out = Vec::with_capacity(rows.map(|p| p.rows as usize).sum());
+        let parts: Vec<(&str, std::path::PathBuf)> = manifest
+            .batches
+            .iter()
+            .flat_map(|b| b.files.iter().filter(wanted).map(move |p| (b.id.as_str(), &p.path)))
+            .map(|(batch, rel)| (batch, self.root.join(rel)))
+            .collect();
+        let decode = |df: &polars::prelude::DataFrame, texts: &mut crate::window::Interner| {
+            columns::rows_from_frame(df, texts)
+        };
+        read_parts_in_order(&parts, Some(&columns::ROW_COLUMNS), decode, |mut read| {
+            out.append(&mut read);
+        })?;
+        crate::window::link_rows(&mut out);
+        Ok(out)
     }
 
     /// Claims in `known` the id of every charge of the committed part files (only the `id`
@@ -99,23 +126,28 @@ const READERS: usize = 4;
 /// charges is most of a load, and each is independent), handing each part's charges to
 /// `take` in the order of `parts`. The first part that cannot be read is the error, naming
 /// its batch.
-fn read_parts_in_order(
+fn read_parts_in_order<T: Send, S: Default>(
     parts: &[(&str, std::path::PathBuf)],
-    mut take: impl FnMut(Vec<Charge>),
+    columns: Option<&[&str]>,
+    decode: impl Fn(&polars::prelude::DataFrame, &mut S) -> std::result::Result<Vec<T>, String> + Sync,
+    mut take: impl FnMut(Vec<T>),
 ) -> Result<()> {
     use std::sync::atomic::{AtomicUsize, Ordering};
     let readers = std::thread::available_parallelism().map_or(1, |n| n.get()).clamp(1, READERS);
     let next = AtomicUsize::new(0);
-    let (tx, rx) = crossbeam_channel::bounded::<(usize, Result<Vec<Charge>>)>(readers);
+    let (tx, rx) = crossbeam_channel::bounded::<(usize, Result<Vec<T>>)>(readers);
+    let columns: Option<Vec<String>> = columns.map(|c| c.iter().map(|n| (*n).to_owned()).collect());
+    let (columns, decode) = (&columns, &decode);
     std::thread::scope(|scope| {
         for _ in 0..readers.min(parts.len()) {
             let (tx, next) = (tx.clone(), &next);
             scope.spawn(move || {
+                let mut state = S::default();
                 loop {
                     let i = next.fetch_add(1, Ordering::Relaxed);
                     let Some((batch, path)) = parts.get(i) else { return };
-                    let read = read_parquet(path, None)
-                        .and_then(|df| columns::from_frame(&df).map_err(|m| Error::ledger(path, m)))
+                    let read = read_parquet(path, columns.clone())
+                        .and_then(|df| decode(&df, &mut state).map_err(|m| Error::ledger(path, m)))
                         .map_err(|e| unreadable(e, batch));
                     if tx.send((i, read)).is_err() {
                         return;

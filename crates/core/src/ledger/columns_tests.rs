@@ -1,0 +1,101 @@
+//! Tests of the frame builder and the reader (`columns.rs`).
+
+use super::*;
+
+fn column(values: &[Option<&str>]) -> Vec<Option<String>> {
+    let mut column = TextColumn::Same { name: "t", value: None, count: 0, capacity: 4 };
+    for v in values {
+        column.push(*v);
+    }
+    let built = column.finish();
+    assert_eq!(built.len(), values.len());
+    built.iter().map(|v| v.map(str::to_owned)).collect()
+}
+
+/// A charge with every field set, and one with every optional field empty.
+fn charges() -> Vec<Charge> {
+    use crate::charge::{Category, Kind, Pricing};
+    let at = |s: &str| s.parse::<DateTime<Utc>>().unwrap();
+    let full = Charge {
+        id: ChargeId(0x0123_4567_89ab_cdef_0011_2233_4455_6677),
+        platform: "aliyun".into(),
+        account: Some("1234".into()),
+        billing_period: "2024-05".parse().unwrap(),
+        charge_start: at("2024-05-01T00:00:00Z"),
+        charge_end: at("2024-05-01T01:00:00.000001Z"),
+        resource_id: Some("d-007".into()),
+        resource_name: Some("数据盘".into()),
+        instance_id: Some("i-001".into()),
+        region: Some("cn-beijing".into()),
+        category: Category::DataDisk,
+        kind: Kind::Refund,
+        pricing: Pricing::Subscription,
+        gpu_model: Some("A100".into()),
+        gpu_count: Some(8),
+        quantity: Some("0.000000000001".parse().unwrap()),
+        unit: Some("GB".into()),
+        unit_price: Some("1.5".parse().unwrap()),
+        list_cost: Some("-99999999999999.99".parse().unwrap()),
+        billed_cost: "-12.340000000001".parse().unwrap(),
+        currency: "CNY".into(),
+        balance_after: Some("0".parse().unwrap()),
+        origin: Origin { file: "/bills/a.csv".into(), line: 42, item: "row 3".into() },
+    };
+    let mut empty = full.clone();
+    empty.id = ChargeId(7);
+    (empty.account, empty.resource_id, empty.resource_name) = (None, None, None);
+    (empty.instance_id, empty.region, empty.gpu_model, empty.unit) = (None, None, None, None);
+    (empty.gpu_count, empty.quantity, empty.unit_price) = (None, None, None);
+    (empty.list_cost, empty.balance_after) = (None, None);
+    empty.category = Category::Other;
+    empty.origin.item = String::new();
+    vec![full, empty]
+}
+
+#[test]
+fn every_column_of_the_schema_is_built_and_read_back() {
+    let want = charges();
+    let mut builder = FrameBuilder::new(2);
+    for c in &want {
+        builder.push(c);
+    }
+    let ids: Vec<u128> = want.iter().map(|c| c.id.0).collect();
+    let mut frame = with_ids(builder.finish().unwrap(), &ids).unwrap();
+    let names: Vec<&str> = frame.get_column_names().iter().map(|n| n.as_str()).collect();
+    assert_eq!(names, schema::COLUMNS);
+    assert_eq!(from_frame(&frame).unwrap(), want);
+
+    // And through a part file, as the ledger writes and reads it.
+    let mut bytes = Vec::new();
+    super::super::part::write(&mut bytes, &mut frame).unwrap();
+    let read = ParquetReader::new(std::io::Cursor::new(bytes)).finish().unwrap();
+    assert_eq!(from_frame(&read).unwrap(), want);
+}
+
+#[test]
+fn a_frame_missing_a_column_or_with_the_wrong_type_is_an_error() {
+    let mut builder = FrameBuilder::new(1);
+    builder.push(&charges()[0]);
+    let frame = with_ids(builder.finish().unwrap(), &[1]).unwrap();
+    let without = frame.drop("region").unwrap();
+    assert!(from_frame(&without).unwrap_err().contains("region"));
+    let mut wrong = frame.clone();
+    wrong.replace("billed_cost", Column::new("billed_cost".into(), ["1"])).unwrap();
+    assert!(from_frame(&wrong).unwrap_err().contains("billed_cost"));
+}
+
+#[test]
+fn text_columns_hold_what_was_pushed_whether_one_value_or_many() {
+    let cases: [&[Option<&str>]; 6] = [
+        &[],
+        &[Some("focus"); 5],
+        &[None, None, None],
+        &[Some("a"), Some("a"), None, Some("b"), Some("a")],
+        &[None, Some("x")],
+        &[Some("/a/very/long/path/to/a/bill/export-2024-05.csv"), Some("")],
+    ];
+    for values in cases {
+        let want: Vec<Option<String>> = values.iter().map(|v| v.map(str::to_owned)).collect();
+        assert_eq!(column(values), want, "{values:?}");
+    }
+}
