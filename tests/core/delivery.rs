@@ -3,12 +3,13 @@
 //! file named and the ledger as it was.
 
 use std::io::Write;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use gpuaudit_core::ErrorKind;
 use gpuaudit_core::ledger::{ImportOptions, LoadFilter, Store};
 
 use super::fixture;
+use super::store::snapshot;
 
 fn gzip(bytes: &[u8]) -> Vec<u8> {
     let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
@@ -32,24 +33,6 @@ fn ids(store: &Store) -> Vec<String> {
         store.load(&LoadFilter::default()).unwrap().iter().map(|c| c.id.to_string()).collect();
     ids.sort();
     ids
-}
-
-fn snapshot(dir: &Path) -> Vec<(PathBuf, Vec<u8>)> {
-    let mut out = Vec::new();
-    let mut stack = vec![dir.to_owned()];
-    while let Some(d) = stack.pop() {
-        let Ok(entries) = std::fs::read_dir(&d) else { continue };
-        for e in entries {
-            let p = e.unwrap().path();
-            if p.is_dir() {
-                stack.push(p);
-            } else {
-                out.push((p.clone(), std::fs::read(&p).unwrap()));
-            }
-        }
-    }
-    out.sort();
-    out
 }
 
 #[test]

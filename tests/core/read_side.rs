@@ -73,6 +73,19 @@ fn focus_bill(dir: &Path, name: &str, seed: u64, rows: usize) -> PathBuf {
     path
 }
 
+/// A ledger under `dir` of the example bills: AutoDL's has payments (never spend), the
+/// Alibaba ones instance-linked disks.
+fn ledger_of_examples(dir: &Path) -> Store {
+    let store = Store::open(dir.join(".gpuaudit"));
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+    let examples: Vec<PathBuf> = ["autodl-2024-05.csv", "aliyun-2024-04.csv", "aliyun-2024-05.csv"]
+        .iter()
+        .map(|f| root.join("examples/bills").join(f))
+        .collect();
+    store.import(&examples, &ImportOptions::default()).unwrap();
+    store
+}
+
 fn every_key_list() -> Vec<Vec<GroupKey>> {
     let mut out = vec![vec![]];
     for k in GroupKey::ALL {
@@ -113,14 +126,7 @@ fn assert_agrees(store: &Store, what: &str) {
 #[test]
 fn summaries_from_rollups_equal_summaries_of_the_charges() {
     let dir = tempfile::tempdir().unwrap();
-    let store = Store::open(dir.path().join(".gpuaudit"));
-    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
-    // AutoDL's bill has payments (never spend) and the Alibaba ones instance-linked disks.
-    let examples: Vec<PathBuf> = ["autodl-2024-05.csv", "aliyun-2024-04.csv", "aliyun-2024-05.csv"]
-        .iter()
-        .map(|f| root.join("examples/bills").join(f))
-        .collect();
-    store.import(&examples, &ImportOptions::default()).unwrap();
+    let store = ledger_of_examples(dir.path());
     for seed in 1..=3 {
         let bill = focus_bill(dir.path(), &format!("focus-{seed}.csv"), seed, 400);
         store.import(&[bill], &ImportOptions::default()).unwrap();
@@ -182,13 +188,8 @@ fn waste_and_reconcile_on_the_columnar_window_equal_them_on_the_loaded_charges()
     use gpuaudit_core::waste;
 
     let dir = tempfile::tempdir().unwrap();
-    let store = Store::open(dir.path().join(".gpuaudit"));
+    let store = ledger_of_examples(dir.path());
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
-    let examples: Vec<PathBuf> = ["autodl-2024-05.csv", "aliyun-2024-04.csv", "aliyun-2024-05.csv"]
-        .iter()
-        .map(|f| root.join("examples/bills").join(f))
-        .collect();
-    store.import(&examples, &ImportOptions::default()).unwrap();
     for seed in 4..=5 {
         let bill = focus_bill(dir.path(), &format!("focus-{seed}.csv"), seed, 600);
         store.import(&[bill], &ImportOptions::default()).unwrap();

@@ -91,7 +91,7 @@ fn ids_spilled_to_disk_deduplicate_exactly_as_in_memory() {
 }
 
 /// Every file under `dir` with its bytes.
-fn snapshot(dir: &std::path::Path) -> Vec<(std::path::PathBuf, Vec<u8>)> {
+pub(crate) fn snapshot(dir: &std::path::Path) -> Vec<(std::path::PathBuf, Vec<u8>)> {
     let mut files = Vec::new();
     let mut stack = vec![dir.to_path_buf()];
     while let Some(d) = stack.pop() {

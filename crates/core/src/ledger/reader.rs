@@ -45,19 +45,11 @@ impl Store {
     /// whose resource is a compute instance among them linked to it
     /// ([`crate::link_to_instances`]).
     pub fn load(&self, filter: &LoadFilter) -> Result<Vec<Charge>> {
-        let months: HashSet<String> = filter.months.iter().map(ToString::to_string).collect();
         let manifest = self.manifest()?;
-        let wanted = |part: &&super::PartFile| months.is_empty() || months.contains(&part.month);
+        let (rows, parts) = self.parts_of(&manifest, filter);
         // Room for every charge at once: growing the vector by doubling copied it (a charge
         // is some 430 bytes) and left up to half of it unused.
-        let rows = manifest.batches.iter().flat_map(|b| b.files.iter().filter(wanted));
-        let mut charges = Vec::with_capacity(rows.map(|p| p.rows as usize).sum());
-        let parts: Vec<(&str, std::path::PathBuf)> = manifest
-            .batches
-            .iter()
-            .flat_map(|b| b.files.iter().filter(wanted).map(move |p| (b.id.as_str(), &p.path)))
-            .map(|(batch, rel)| (batch, self.root.join(rel)))
-            .collect();
+        let mut charges = Vec::with_capacity(rows);
         let decode = |df: &polars::prelude::DataFrame, _: &mut ()| columns::from_frame(df);
         read_parts_in_order(&parts, None, decode, |mut read| {
             charges.append(&mut read);
@@ -71,17 +63,9 @@ impl Store {
     /// their instances as [`Store::load`] links them: what [`Store::audit`] and
     /// [`Store::reconcile`] read.
     pub fn load_rows(&self, filter: &LoadFilter) -> Result<Vec<crate::window::Row>> {
-        let months: HashSet<String> = filter.months.iter().map(ToString::to_string).collect();
         let manifest = self.manifest()?;
-        let wanted = |part: &&super::PartFile| months.is_empty() || months.contains(&part.month);
-        let rows = manifest.batches.iter().flat_map(|b| b.files.iter().filter(wanted));
-        let mut out = Vec::with_capacity(rows.map(|p| p.rows as usize).sum());
-        let parts: Vec<(&str, std::path::PathBuf)> = manifest
-            .batches
-            .iter()
-            .flat_map(|b| b.files.iter().filter(wanted).map(move |p| (b.id.as_str(), &p.path)))
-            .map(|(batch, rel)| (batch, self.root.join(rel)))
-            .collect();
+        let (rows, parts) = self.parts_of(&manifest, filter);
+        let mut out = Vec::with_capacity(rows);
         let decode = |df: &polars::prelude::DataFrame, texts: &mut crate::window::Interner| {
             columns::rows_from_frame(df, texts)
         };
@@ -90,6 +74,27 @@ impl Store {
         })?;
         crate::window::link_rows(&mut out);
         Ok(out)
+    }
+
+    /// The part files of `manifest` that `filter` reads, with their batches, in batch and
+    /// file order; and how many charges they hold.
+    fn parts_of<'m>(
+        &self,
+        manifest: &'m Manifest,
+        filter: &LoadFilter,
+    ) -> (usize, Vec<(&'m str, std::path::PathBuf)>) {
+        let months: HashSet<String> = filter.months.iter().map(ToString::to_string).collect();
+        let wanted = |part: &&super::PartFile| months.is_empty() || months.contains(&part.month);
+        let parts = manifest
+            .batches
+            .iter()
+            .flat_map(|b| b.files.iter().filter(wanted).map(move |p| (b.id.as_str(), p)));
+        let (mut rows, mut out) = (0, Vec::new());
+        for (batch, part) in parts {
+            rows += part.rows as usize;
+            out.push((batch, self.root.join(&part.path)));
+        }
+        (rows, out)
     }
 
     /// Claims in `known` the id of every charge of the committed part files (only the `id`

@@ -322,8 +322,15 @@ impl Rollup {
     /// Adds group `row`.
     fn add_row(&mut self, row: &Row<'_>, sums: Sums) {
         self.add_total(row.month, row.platform, row.currency, sums);
+        let key = self.key_of(row);
+        self.add(key, sums);
+    }
+
+    /// The key of group `row` among this rollup's texts (without the instance and resource
+    /// when it keeps no detail).
+    fn key_of(&mut self, row: &Row<'_>) -> Key {
         let (instance, link) = if self.detail { (row.instance, row.link) } else { (None, None) };
-        let key = Key {
+        Key {
             month: row.month,
             platform: self.texts.id(Some(row.platform)),
             account: self.texts.id(row.account),
@@ -331,8 +338,7 @@ impl Rollup {
             currency: self.texts.id(Some(row.currency)),
             instance: self.texts.id(instance),
             link: self.texts.id(link),
-        };
-        self.add(key, sums);
+        }
     }
 
     /// Adds every group of `other`.
@@ -352,18 +358,7 @@ impl Rollup {
             if self.abandoned {
                 break;
             }
-            let row = other.row(key);
-            let (instance, link) =
-                if self.detail { (row.instance, row.link) } else { (None, None) };
-            let key = Key {
-                month: row.month,
-                platform: self.texts.id(Some(row.platform)),
-                account: self.texts.id(row.account),
-                category: row.category,
-                currency: self.texts.id(Some(row.currency)),
-                instance: self.texts.id(instance),
-                link: self.texts.id(link),
-            };
+            let key = self.key_of(&other.row(key));
             self.add(key, *sums);
         }
     }
