@@ -334,12 +334,22 @@ pub(crate) fn open_member(archive: &Path, name: &str) -> Result<Box<dyn Read + S
     Ok(Box::new(Bounded { inner: checked, consumed, out: 0, free: INFLATION_FREE_BYTES }))
 }
 
-/// `head` and `rest`, a gzip stream, decompressed as it is read, its inflation bounded.
-pub(crate) fn gunzip(head: Vec<u8>, rest: Box<dyn Read + Send>) -> Box<dyn Read + Send> {
+/// The compressed bytes a decompressing reader has read so far (what a progress bar shows
+/// against the file's size).
+pub(crate) type Consumed = Arc<AtomicU64>;
+
+/// `head` and `rest`, a gzip stream, decompressed as it is read, its inflation bounded; and
+/// its count of compressed bytes read.
+pub(crate) fn gunzip(
+    head: Vec<u8>,
+    rest: Box<dyn Read + Send>,
+) -> (Box<dyn Read + Send>, Consumed) {
     let consumed = Arc::new(AtomicU64::new(0));
     let counted = Counted { inner: io::Cursor::new(head).chain(rest), consumed: consumed.clone() };
     let inflated = flate2::read::MultiGzDecoder::new(counted);
-    Box::new(Bounded { inner: inflated, consumed, out: 0, free: INFLATION_FREE_BYTES })
+    let bounded =
+        Bounded { inner: inflated, consumed: consumed.clone(), out: 0, free: INFLATION_FREE_BYTES };
+    (Box::new(bounded), consumed)
 }
 
 /// `head` and `rest`, a zstd stream, decompressed as it is read, its inflation bounded (with
@@ -348,14 +358,20 @@ pub(crate) fn unzstd(
     path: &Path,
     head: Vec<u8>,
     rest: Box<dyn Read + Send>,
-) -> Result<Box<dyn Read + Send>> {
+) -> Result<(Box<dyn Read + Send>, Consumed)> {
     #[cfg(feature = "store")]
     {
         let consumed = Arc::new(AtomicU64::new(0));
         let counted =
             Counted { inner: io::Cursor::new(head).chain(rest), consumed: consumed.clone() };
         let inflated = zstd::stream::read::Decoder::new(counted).map_err(|e| Error::io(path, e))?;
-        Ok(Box::new(Bounded { inner: inflated, consumed, out: 0, free: INFLATION_FREE_BYTES }))
+        let bounded = Bounded {
+            inner: inflated,
+            consumed: consumed.clone(),
+            out: 0,
+            free: INFLATION_FREE_BYTES,
+        };
+        Ok((Box::new(bounded), consumed))
     }
     #[cfg(not(feature = "store"))]
     {
@@ -460,8 +476,9 @@ mod tests {
         let err = io::copy(&mut bounded, &mut io::sink()).unwrap_err();
         assert!(err.to_string().contains("zip bomb"), "{err}");
         // The same stream within the free bytes reads whole.
-        let mut whole = gunzip(compressed, Box::new(io::empty()));
+        let (mut whole, read) = gunzip(compressed.clone(), Box::new(io::empty()));
         assert_eq!(io::copy(&mut whole, &mut io::sink()).unwrap(), 4 << 20);
+        assert_eq!(read.load(Ordering::Relaxed), compressed.len() as u64, "compressed bytes read");
     }
 
     #[test]

@@ -25,6 +25,8 @@ pub(crate) struct HashingReader {
     /// False when `inner` is not the file's bytes (a spreadsheet converted to CSV, whose
     /// digest was taken from the file beforehand).
     pub(crate) hashing: bool,
+    /// For a compressed bill, the compressed bytes read so far (progress is measured in them).
+    pub(crate) consumed: Option<super::delivery::Consumed>,
 }
 
 impl Read for HashingReader {
@@ -48,6 +50,8 @@ pub(crate) struct Opened {
     pub(crate) head: Vec<u8>,
     pub(crate) rest: Box<dyn Read + Send>,
     pub(crate) direct: bool,
+    /// For a compressed bill, the compressed bytes read so far.
+    pub(crate) consumed: Option<super::delivery::Consumed>,
 }
 
 /// Opens `path` (a file, standard input, or a zip archive's member named
@@ -66,15 +70,15 @@ pub(crate) fn open_input(path: &Path) -> Result<Opened> {
     };
     let head = read_head(path, &mut rest)?;
     if super::delivery::is_gzip(&head) || super::delivery::is_zstd(&head) {
-        let mut rest = if super::delivery::is_gzip(&head) {
+        let (mut rest, consumed) = if super::delivery::is_gzip(&head) {
             super::delivery::gunzip(head, rest)
         } else {
             super::delivery::unzstd(path, head, rest)?
         };
         let head = read_head(path, &mut rest)?;
-        return Ok(Opened { head, rest, direct: false });
+        return Ok(Opened { head, rest, direct: false, consumed: Some(consumed) });
     }
-    Ok(Opened { head, rest, direct })
+    Ok(Opened { head, rest, direct, consumed: None })
 }
 
 /// The first [`SNIFF_BYTES`] of `rest` (fewer when it is shorter).

@@ -48,11 +48,17 @@ fn is_blank(record: &Record) -> bool {
 /// file's bytes with its encoding, byte-order mark and delimiter sniffed; the file is hashed
 /// as it is read.
 fn start_reading(path: &Path) -> Result<(Splitter<HashingReader>, FileCtx)> {
-    let Opened { head, mut rest, direct } = open_input(path)?;
+    let Opened { head, mut rest, direct, consumed } = open_input(path)?;
     let parquet = head.starts_with(b"PAR1");
     let (hashing, read_size, sniffed) = if parquet {
         let csv = parquet_bill(path)?;
-        let hashing = HashingReader { inner: csv, hasher: Sha256::new(), bytes: 0, hashing: true };
+        let hashing = HashingReader {
+            inner: csv,
+            hasher: Sha256::new(),
+            bytes: 0,
+            hashing: true,
+            consumed: None,
+        };
         let sniffed =
             Sniffed { encoding: Encoding::Utf8, bom: 0, seen_multibyte: true, delimiter: b',' };
         (hashing, READ_BYTES, sniffed)
@@ -70,7 +76,8 @@ fn start_reading(path: &Path) -> Result<(Splitter<HashingReader>, FileCtx)> {
         let hasher = Sha256::new_with_prefix(&bytes);
         let size = bytes.len() as u64;
         let csv = spreadsheet_as_csv(path, bytes)?;
-        let hashing = HashingReader { inner: csv, hasher, bytes: size, hashing: false };
+        let hashing =
+            HashingReader { inner: csv, hasher, bytes: size, hashing: false, consumed: None };
         let sniffed =
             Sniffed { encoding: Encoding::Utf8, bom: 0, seen_multibyte: true, delimiter: b',' };
         (hashing, READ_BYTES, sniffed)
@@ -78,7 +85,8 @@ fn start_reading(path: &Path) -> Result<(Splitter<HashingReader>, FileCtx)> {
         let sniffed = sniff(path, &head)?;
         let read_size = if direct { crate::direct::TRANSFER_BYTES } else { READ_BYTES };
         let inner: Box<dyn Read + Send> = Box::new(io::Cursor::new(head).chain(rest));
-        let hashing = HashingReader { inner, hasher: Sha256::new(), bytes: 0, hashing: true };
+        let hashing =
+            HashingReader { inner, hasher: Sha256::new(), bytes: 0, hashing: true, consumed };
         (hashing, read_size, sniffed)
     };
     let Sniffed { encoding, bom, seen_multibyte, delimiter } = sniffed;
@@ -220,9 +228,14 @@ impl BillSource {
         &self.control_totals
     }
 
-    /// Bytes of the file read so far (read ahead of the rows handed out by up to 64 KiB).
+    /// Bytes of the file read so far (read ahead of the rows handed out by up to 64 KiB); of
+    /// a compressed file, its compressed bytes.
     pub fn bytes_read(&self) -> u64 {
-        self.reader.get_ref().bytes
+        let hashing = self.reader.get_ref();
+        match &hashing.consumed {
+            Some(consumed) => consumed.load(std::sync::atomic::Ordering::Relaxed),
+            None => hashing.bytes,
+        }
     }
 
     /// The SHA-256 and size of the bytes read so far (the whole file once rows run out).
@@ -411,8 +424,13 @@ mod tests {
     fn records_read_past_the_page_cache_are_those_read_through_it() {
         let bill = bill();
         let file = crate::direct::Reader::open(bill.path(), 0).unwrap();
-        let hashing =
-            HashingReader { inner: Box::new(file), hasher: Sha256::new(), bytes: 0, hashing: true };
+        let hashing = HashingReader {
+            inner: Box::new(file),
+            hasher: Sha256::new(),
+            bytes: 0,
+            hashing: true,
+            consumed: None,
+        };
         let mut direct = Splitter::with_read_size(hashing, crate::direct::TRANSFER_BYTES);
         direct.skip(3);
         let mut cached = Splitter::with_read_size(std::fs::File::open(bill.path()).unwrap(), 4096);
