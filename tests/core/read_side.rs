@@ -148,6 +148,15 @@ fn summaries_from_rollups_equal_summaries_of_the_charges() {
     }
     std::fs::write(&path, serde_json::to_vec_pretty(&json).unwrap()).unwrap();
     assert_agrees(&store, "without rollups for two batches");
+
+    // The next commit upgrades them: their spend and rollups are made once, from their parts.
+    let bill = focus_bill(dir.path(), "focus-9.csv", 9, 50);
+    store.import(&[bill], &ImportOptions::default()).unwrap();
+    let manifest = store.manifest().unwrap();
+    assert_eq!(manifest.batches.len(), 5);
+    assert!(manifest.batches.iter().all(|b| b.rollup.is_some() && b.spend.is_some()));
+    assert!(store.verify().unwrap().problems.is_empty());
+    assert_agrees(&store, "after the upgrade");
 }
 
 /// A batch with about as many groups as charges (every charge a resource of its own) keeps no

@@ -92,6 +92,35 @@ impl Store {
         Ok(Overview { manifest, charges, spend: crate::report::sorted(spend) })
     }
 
+    /// Upgrades the batches of `manifest` written before rollups (they record no spend): each
+    /// gets its spend and, when it is small enough, a rollup, written under `staging`.
+    /// Returns the files to move into the ledger as the batch is published: (staged, final
+    /// path relative to the ledger). Run by the next commit, under the writer's lock, so that
+    /// an older ledger is summed from its part files once, not at every summary.
+    pub(super) fn upgrade_batches(
+        &self,
+        manifest: &mut Manifest,
+        staging: &std::path::Path,
+    ) -> Result<Vec<(std::path::PathBuf, String)>> {
+        let mut moves = Vec::new();
+        for batch in manifest.batches.iter_mut().filter(|b| b.spend.is_none()) {
+            let mut rollup = Rollup::new();
+            self.rollup_of_parts(batch, &HashSet::new(), &mut rollup)?;
+            batch.spend = rollup.spend();
+            if rollup.is_whole() && !batch.files.is_empty() {
+                let staged = staging.join(format!("rollup-{}.parquet", batch.id));
+                if let Some(dir) = staged.parent() {
+                    std::fs::create_dir_all(dir).map_err(|e| Error::io(dir, e))?;
+                }
+                rollup.write(&staged)?;
+                let rel = format!("{}/{}.parquet", super::ROLLUPS, batch.id);
+                batch.rollup = Some(rel.clone());
+                moves.push((staged, rel));
+            }
+        }
+        Ok(moves)
+    }
+
     /// Adds to `into` the spend of `batch`'s part files of `months` (all when empty), read
     /// a part file at a time.
     fn rollup_of_parts(

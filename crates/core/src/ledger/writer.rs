@@ -389,8 +389,20 @@ impl Writer {
         if self.parts.is_empty() && self.rejects.is_empty() {
             return Ok(None);
         }
+        let mut manifest = std::mem::take(&mut self.manifest);
+        let staging = self.root.join(TMP).join(&self.batch);
+        let upgrades =
+            super::Store::open(self.root.clone()).upgrade_batches(&mut manifest, &staging);
+        let upgrades = match upgrades {
+            Ok(upgrades) => upgrades,
+            Err(e) => {
+                self.abort();
+                return Err(e);
+            }
+        };
         failpoint("before-publish");
-        if let Err(e) = self.publish() {
+        if let Err(e) = self.publish().and_then(|()| publish_upgrades(&self.root, &upgrades)) {
+            remove_upgrades(&self.root, &upgrades);
             self.abort();
             return Err(e);
         }
@@ -406,7 +418,6 @@ impl Writer {
             rollup: self.rollup_file.clone(),
             spend: self.rollup.spend(),
         };
-        let mut manifest = std::mem::take(&mut self.manifest);
         manifest.version = 1;
         manifest.batches.push(batch);
         failpoint("before-commit");
@@ -414,6 +425,7 @@ impl Writer {
             // The manifest was not replaced: the batch's files go, so that nothing reading
             // `charges/**` directly counts rows no manifest names.
             let _ = fs::remove_file(self.root.join(MANIFEST_TMP));
+            remove_upgrades(&self.root, &upgrades);
             self.abort();
             return Err(e);
         }
@@ -429,6 +441,29 @@ impl Drop for Writer {
     fn drop(&mut self) {
         self.known = IdIndex::in_memory();
         let _ = fs::remove_dir(self.root.join(TMP));
+    }
+}
+
+/// Moves the rollups of upgraded batches into the ledger (see `Store::upgrade_batches`).
+fn publish_upgrades(root: &Path, upgrades: &[(PathBuf, String)]) -> Result<()> {
+    for (staged, rel) in upgrades {
+        let target = root.join(rel);
+        if let Some(dir) = target.parent() {
+            io(dir, fs::create_dir_all(dir))?;
+        }
+        io(&target, fs::rename(staged, &target))?;
+    }
+    if !upgrades.is_empty() {
+        sync_dir(&root.join(ROLLUPS))?;
+    }
+    Ok(())
+}
+
+/// Takes the upgraded batches' rollups back out when the commit fails.
+fn remove_upgrades(root: &Path, upgrades: &[(PathBuf, String)]) {
+    for (staged, rel) in upgrades {
+        let _ = fs::remove_file(staged);
+        let _ = fs::remove_file(root.join(rel));
     }
 }
 
