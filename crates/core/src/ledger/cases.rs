@@ -34,8 +34,9 @@ impl Store {
         rules: &[&dyn Rule],
         platforms: &Platforms,
     ) -> Result<Vec<Finding>> {
-        let rows = self.load_rows(&LoadFilter { months: waste::months_to_read(month, config) })?;
-        waste::audit_rows(rules, &rows, month, config, platforms)
+        let window =
+            self.load_rows(&LoadFilter { months: waste::months_to_read(month, config) })?;
+        waste::audit_rows(rules, &window, month, config, platforms)
     }
 
     /// The discrepancies of `month` by `checks`: reads the months around it
@@ -60,7 +61,7 @@ impl Store {
                 ));
             }
         }
-        let rows = self.load_rows(&LoadFilter { months: reconcile::months_to_read(month) })?;
-        reconcile::check_rows(checks, &rows, month, &input)
+        let window = self.load_rows(&LoadFilter { months: reconcile::months_to_read(month) })?;
+        reconcile::check_rows(checks, &window, month, &input)
     }
 }

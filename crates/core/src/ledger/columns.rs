@@ -12,7 +12,7 @@ use rust_decimal::Decimal;
 
 use super::schema::{self, SCHEMA, Type};
 use crate::charge::{Charge, ChargeId, MAX_SCALE, Origin, YearMonth};
-use crate::window::{Interner, Row, RowOrigin};
+use crate::window::{Row, RowOrigin, Texts};
 
 const PRECISION: usize = 38;
 const SCALE: usize = MAX_SCALE as usize;
@@ -447,8 +447,9 @@ pub(crate) const ROW_COLUMNS: [&str; 21] = [
     "source_item",
 ];
 
-/// The rows of a part file read with [`ROW_COLUMNS`], texts shared through `texts`.
-pub(crate) fn rows_from_frame(df: &DataFrame, texts: &mut Interner) -> Result<Vec<Row>, String> {
+/// The rows of a part file read with [`ROW_COLUMNS`], and their texts.
+pub(crate) fn rows_from_frame(df: &DataFrame) -> Result<(Vec<Row>, Texts), String> {
+    let mut texts = Texts::default();
     let columns = ROW_COLUMNS.iter().filter_map(|n| schema::column_named(n));
     let r = Read::of(df, columns)?;
     let (ids, platform, account) = (r.text("id")?, r.text("platform")?, r.text("account")?);
@@ -463,7 +464,7 @@ pub(crate) fn rows_from_frame(df: &DataFrame, texts: &mut Interner) -> Result<Ve
     let (file, line, item) =
         (r.text("source_file")?, r.int("source_line")?, r.text("source_item")?);
     let mut months: Option<(&str, crate::charge::YearMonth)> = None;
-    (0..df.height())
+    let rows = (0..df.height())
         .map(|i| {
             let text = required(period[i], "billing_period")?;
             let billing_period = match months {
@@ -472,31 +473,32 @@ pub(crate) fn rows_from_frame(df: &DataFrame, texts: &mut Interner) -> Result<Ve
             };
             Ok(Row {
                 id: parse::<ChargeId>(ids[i], "id")?,
-                platform: texts.text(required(platform[i], "platform")?),
-                account: texts.opt(account[i]),
+                platform: texts.sym(required(platform[i], "platform")?),
+                account: texts.sym_opt(account[i]),
                 billing_period,
                 charge_start: start[i],
                 charge_end: end[i],
-                resource_id: texts.opt(resource_id[i]),
-                instance_id: texts.opt(instance_id[i]),
+                resource_id: texts.sym_opt(resource_id[i]),
+                instance_id: texts.sym_opt(instance_id[i]),
                 category: parse(category[i], "category")?,
                 kind: parse(kind[i], "kind")?,
                 pricing: parse(pricing[i], "pricing")?,
-                gpu_model: texts.opt(gpu_model[i]),
+                gpu_model: texts.sym_opt(gpu_model[i]),
                 quantity: quantity[i],
                 unit_price: unit_price[i],
                 list_cost: list_cost[i],
                 billed_cost: required(billed_cost[i], "billed_cost")?,
-                currency: texts.text(required(currency[i], "currency")?),
+                currency: texts.sym(required(currency[i], "currency")?),
                 balance_after: balance_after[i],
                 origin: RowOrigin {
-                    file: texts.text(required(file[i], "source_file")?),
+                    file: texts.sym(required(file[i], "source_file")?),
                     line: required(line[i], "source_line")? as u64,
-                    item: texts.text(item[i].unwrap_or_default()),
+                    item: texts.sym(item[i].unwrap_or_default()),
                 },
             })
         })
-        .collect()
+        .collect::<Result<Vec<Row>, String>>()?;
+    Ok((rows, texts))
 }
 
 #[cfg(test)]

@@ -50,8 +50,7 @@ impl Store {
         // Room for every charge at once: growing the vector by doubling copied it (a charge
         // is some 430 bytes) and left up to half of it unused.
         let mut charges = Vec::with_capacity(rows);
-        let decode = |df: &polars::prelude::DataFrame, _: &mut ()| columns::from_frame(df);
-        read_parts_in_order(&parts, None, decode, |mut read| {
+        read_parts_in_order(&parts, None, columns::from_frame, |mut read| {
             charges.append(&mut read);
         })?;
         crate::charge::link_to_instances(&mut charges);
@@ -62,18 +61,16 @@ impl Store {
     /// shared, the columns no rule reads left unread), in batch and file order, linked to
     /// their instances as [`Store::load`] links them: what [`Store::audit`] and
     /// [`Store::reconcile`] read.
-    pub fn load_rows(&self, filter: &LoadFilter) -> Result<Vec<crate::window::Row>> {
+    pub fn load_rows(&self, filter: &LoadFilter) -> Result<crate::window::Window> {
         let manifest = self.manifest()?;
         let (rows, parts) = self.parts_of(&manifest, filter);
-        let mut out = Vec::with_capacity(rows);
-        let decode = |df: &polars::prelude::DataFrame, texts: &mut crate::window::Interner| {
-            columns::rows_from_frame(df, texts)
-        };
-        read_parts_in_order(&parts, Some(&columns::ROW_COLUMNS), decode, |mut read| {
-            out.append(&mut read);
+        let mut window = crate::window::Window::with_capacity(rows);
+        let decode = columns::rows_from_frame;
+        read_parts_in_order(&parts, Some(&columns::ROW_COLUMNS), decode, |(rows, texts)| {
+            window.append(rows, &texts);
         })?;
-        crate::window::link_rows(&mut out);
-        Ok(out)
+        crate::window::link_rows(&mut window.rows);
+        Ok(window)
     }
 
     /// The part files of `manifest` that `filter` reads, with their batches, in batch and
@@ -131,28 +128,27 @@ const READERS: usize = 4;
 /// charges is most of a load, and each is independent), handing each part's charges to
 /// `take` in the order of `parts`. The first part that cannot be read is the error, naming
 /// its batch.
-fn read_parts_in_order<T: Send, S: Default>(
+fn read_parts_in_order<T: Send>(
     parts: &[(&str, std::path::PathBuf)],
     columns: Option<&[&str]>,
-    decode: impl Fn(&polars::prelude::DataFrame, &mut S) -> std::result::Result<Vec<T>, String> + Sync,
-    mut take: impl FnMut(Vec<T>),
+    decode: impl Fn(&polars::prelude::DataFrame) -> std::result::Result<T, String> + Sync,
+    mut take: impl FnMut(T),
 ) -> Result<()> {
     use std::sync::atomic::{AtomicUsize, Ordering};
     let readers = std::thread::available_parallelism().map_or(1, |n| n.get()).clamp(1, READERS);
     let next = AtomicUsize::new(0);
-    let (tx, rx) = crossbeam_channel::bounded::<(usize, Result<Vec<T>>)>(readers);
+    let (tx, rx) = crossbeam_channel::bounded::<(usize, Result<T>)>(readers);
     let columns: Option<Vec<String>> = columns.map(|c| c.iter().map(|n| (*n).to_owned()).collect());
     let (columns, decode) = (&columns, &decode);
     std::thread::scope(|scope| {
         for _ in 0..readers.min(parts.len()) {
             let (tx, next) = (tx.clone(), &next);
             scope.spawn(move || {
-                let mut state = S::default();
                 loop {
                     let i = next.fetch_add(1, Ordering::Relaxed);
                     let Some((batch, path)) = parts.get(i) else { return };
                     let read = read_parquet(path, columns.clone())
-                        .and_then(|df| decode(&df, &mut state).map_err(|m| Error::ledger(path, m)))
+                        .and_then(|df| decode(&df).map_err(|m| Error::ledger(path, m)))
                         .map_err(|e| unreadable(e, batch));
                     if tx.send((i, read)).is_err() {
                         return;

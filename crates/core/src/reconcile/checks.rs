@@ -13,23 +13,23 @@ use crate::money;
 use crate::report::{duration_text, money_text};
 use crate::window::Row;
 
-fn line(c: &Row) -> Line {
-    Line { file: c.origin.file.to_string(), line: c.origin.line }
+fn line(ctx: &Context<'_>, c: &Row) -> Line {
+    Line { file: ctx.text(c.origin.file).to_owned(), line: c.origin.line }
 }
 
-fn base(check: &dyn Check, c: &Row, period: String) -> Discrepancy {
+fn base(ctx: &Context<'_>, check: &dyn Check, c: &Row, period: String) -> Discrepancy {
     Discrepancy {
         code: check.code(),
         check: check.name(),
-        platform: c.platform.to_string(),
-        account: c.account.as_deref().map(str::to_owned),
-        resource_id: c.resource_id.as_deref().map(str::to_owned),
+        platform: ctx.text(c.platform).to_owned(),
+        account: ctx.opt(c.account).map(str::to_owned),
+        resource_id: ctx.opt(c.resource_id).map(str::to_owned),
         period,
-        measure: Measure::Money(c.currency.to_string()),
+        measure: Measure::Money(ctx.text(c.currency).to_owned()),
         expected: Decimal::ZERO,
         actual: Decimal::ZERO,
         difference: Decimal::ZERO,
-        locations: vec![line(c)],
+        locations: vec![line(ctx, c)],
         detail: String::new(),
     }
 }
@@ -58,7 +58,7 @@ impl Check for Arithmetic {
         for c in ctx.in_month() {
             let (Some(price), Some(quantity)) = (c.unit_price, c.quantity) else { continue };
             let expected = money::mul(price, quantity, "a unit price times its quantity")?.abs();
-            let actual = match ctx.input.platforms.unit_price_of(&c.platform) {
+            let actual = match ctx.input.platforms.unit_price_of(ctx.text(c.platform)) {
                 UnitPriceOf::ListCost => c.list_cost.unwrap_or(c.billed_cost),
                 UnitPriceOf::BilledCost => c.billed_cost,
             }
@@ -69,7 +69,7 @@ impl Check for Arithmetic {
             if difference.abs() <= tolerance {
                 continue;
             }
-            let mut d = base(self, c, c.billing_period.to_string());
+            let mut d = base(ctx, self, c, c.billing_period.to_string());
             d.expected = expected;
             d.actual = actual;
             d.difference = difference;
@@ -79,7 +79,7 @@ impl Check for Arithmetic {
                 quantity.normalize(),
                 money_text(expected),
                 money_text(actual),
-                c.origin.item
+                ctx.text(c.origin.item)
             );
             out.push(d);
         }
@@ -104,12 +104,12 @@ impl Check for DoubleCharge {
             let charged = matches!(c.kind, Kind::Usage) && c.billed_cost > Decimal::ZERO;
             if let (true, Some(r)) = (charged && c.charge_end > c.charge_start, &c.resource_id) {
                 let key = (
-                    &*c.platform,
-                    c.account.as_deref(),
-                    &**r,
+                    ctx.text(c.platform),
+                    ctx.opt(c.account),
+                    ctx.text(*r),
                     c.category,
-                    &*c.origin.item,
-                    &*c.currency,
+                    ctx.text(c.origin.item),
+                    ctx.text(c.currency),
                 );
                 groups.entry(key).or_default().push(c);
             }
@@ -122,16 +122,16 @@ impl Check for DoubleCharge {
                 if let Some(prev) = latest.filter(|p| c.charge_start < p.charge_end) {
                     let start = c.charge_start;
                     let end = c.charge_end.min(prev.charge_end);
-                    let mut d = base(self, c, span_text(start, end));
+                    let mut d = base(ctx, self, c, span_text(start, end));
                     d.expected = prev.billed_cost;
                     d.actual = money::add(prev.billed_cost, c.billed_cost, "a double charge")?;
                     d.difference = c.billed_cost;
-                    d.locations = vec![line(prev), line(c)];
+                    d.locations = vec![line(ctx, prev), line(ctx, c)];
                     d.detail = format!(
                         "{} is charged twice for {} of the same time ({})",
-                        c.resource_id.as_deref().unwrap_or_default(),
+                        ctx.opt(c.resource_id).unwrap_or_default(),
                         duration_text(hours(end - start)),
-                        c.origin.item
+                        ctx.text(c.origin.item)
                     );
                     out.push(d);
                 }
@@ -165,7 +165,7 @@ impl Check for CoverageGap {
                     && c.charge_end > c.charge_start,
                 &c.resource_id,
             ) {
-                groups.entry((&*c.platform, &**r, c.category)).or_default().push(c);
+                groups.entry((ctx.text(c.platform), ctx.text(*r), c.category)).or_default().push(c);
             }
         }
         let mut out = Vec::new();
@@ -181,16 +181,16 @@ impl Check for CoverageGap {
             for c in sorted.into_iter().skip(1) {
                 let gap = c.charge_start - covered_to;
                 if gap >= usual {
-                    let mut d = base(self, c, span_text(covered_to, c.charge_start));
+                    let mut d = base(ctx, self, c, span_text(covered_to, c.charge_start));
                     let span = c.charge_end - before.charge_start;
                     d.measure = Measure::Hours;
                     d.expected = hours(span);
                     d.actual = hours(span - gap);
                     d.difference = -hours(gap);
-                    d.locations = vec![line(before), line(c)];
+                    d.locations = vec![line(ctx, before), line(ctx, c)];
                     d.detail = format!(
                         "{} has no charge for {} between two of its charges: the export may be incomplete",
-                        c.resource_id.as_deref().unwrap_or_default(),
+                        ctx.opt(c.resource_id).unwrap_or_default(),
                         duration_text(hours(gap))
                     );
                     out.push(d);
@@ -218,7 +218,10 @@ impl Check for BalanceChain {
     fn run(&self, ctx: &Context<'_>) -> Result<Vec<Discrepancy>> {
         let mut files: BTreeMap<(&str, Option<&str>, &str), Vec<&Row>> = BTreeMap::new();
         for c in ctx.charges.iter().filter(|c| c.balance_after.is_some()) {
-            files.entry((&*c.platform, c.account.as_deref(), &*c.origin.file)).or_default().push(c);
+            files
+                .entry((ctx.text(c.platform), ctx.opt(c.account), ctx.text(c.origin.file)))
+                .or_default()
+                .push(c);
         }
         let mut out = Vec::new();
         for mut rows in files.into_values() {
@@ -233,7 +236,7 @@ impl Check for BalanceChain {
                 if let Some(previous) = balance {
                     let expected = money::sub(previous, c.billed_cost, "a running balance")?;
                     if expected != stated && c.billing_period == ctx.month {
-                        let mut d = base(self, c, c.billing_period.to_string());
+                        let mut d = base(ctx, self, c, c.billing_period.to_string());
                         d.expected = expected;
                         d.actual = stated;
                         d.difference = money::sub(stated, expected, "a running balance")?;
@@ -294,9 +297,9 @@ impl Check for StatementTotal {
                 .in_month()
                 .filter(|c| {
                     c.is_spend()
-                        && *c.platform == *s.platform
-                        && *c.currency == *s.currency
-                        && s.account.as_deref().is_none_or(|a| c.account.as_deref() == Some(a))
+                        && ctx.text(c.platform) == s.platform
+                        && ctx.text(c.currency) == s.currency
+                        && s.account.as_deref().is_none_or(|a| ctx.opt(c.account) == Some(a))
                 })
                 .map(|c| c.billed_cost);
             let actual = money::sum(of_statement, "the ledger's total for a statement")?;
@@ -345,14 +348,14 @@ impl Check for RateCardCheck {
             {
                 continue;
             }
-            let model = c.gpu_model.as_deref().or_else(|| {
-                c.instance_id.as_deref().and_then(|i| config.gpu_model_of(&c.platform, i))
+            let model = ctx.opt(c.gpu_model).or_else(|| {
+                ctx.opt(c.instance_id).and_then(|i| config.gpu_model_of(ctx.text(c.platform), i))
             });
             let Some(model) = model else { continue };
             let Some(contracted) = config
                 .rates
                 .iter()
-                .find(|r| *r.platform == *c.platform && r.gpu_model == model)
+                .find(|r| r.platform == ctx.text(c.platform) && r.gpu_model == model)
                 .and_then(|r| r.on_demand_hourly)
             else {
                 continue;
@@ -360,7 +363,7 @@ impl Check for RateCardCheck {
             let hour_long = c.charge_end - c.charge_start == Duration::hours(1);
             let Some(price) = c.unit_price.or(hour_long.then_some(c.billed_cost)) else { continue };
             if price > contracted {
-                let mut d = base(self, c, c.billing_period.to_string());
+                let mut d = base(ctx, self, c, c.billing_period.to_string());
                 d.expected = contracted;
                 d.actual = price;
                 d.difference = money::sub(price, contracted, "a price above the rate card")?;
@@ -391,21 +394,21 @@ impl Check for MixedCurrency {
         type Currencies<'a> = BTreeMap<&'a str, (Decimal, &'a Row)>;
         let mut groups: BTreeMap<(&str, Option<&str>), Currencies<'_>> = BTreeMap::new();
         for c in ctx.in_month() {
-            let currencies = groups.entry((&*c.platform, c.account.as_deref())).or_default();
-            let sum = &mut currencies.entry(&*c.currency).or_insert((Decimal::ZERO, c)).0;
+            let currencies = groups.entry((ctx.text(c.platform), ctx.opt(c.account))).or_default();
+            let sum = &mut currencies.entry(ctx.text(c.currency)).or_insert((Decimal::ZERO, c)).0;
             *sum = money::add(*sum, c.billed_cost, "an account's spend in a currency")?;
         }
         let mut out = Vec::new();
         for currencies in groups.into_values().filter(|g| g.len() > 1) {
             let first = currencies.values().next().map(|v| v.1);
             let Some(first) = first else { continue };
-            let mut d = base(self, first, ctx.month.to_string());
+            let mut d = base(ctx, self, first, ctx.month.to_string());
             d.resource_id = None;
             d.measure = Measure::Count;
             d.expected = Decimal::ONE;
             d.actual = Decimal::from(currencies.len());
             d.difference = d.actual - d.expected;
-            d.locations = currencies.values().map(|v| line(v.1)).collect();
+            d.locations = currencies.values().map(|v| line(ctx, v.1)).collect();
             let parts: Vec<String> = currencies
                 .iter()
                 .map(|(cur, (sum, _))| format!("{} {cur}", money_text(*sum)))
@@ -430,7 +433,7 @@ impl Check for PeriodMismatch {
     fn run(&self, ctx: &Context<'_>) -> Result<Vec<Discrepancy>> {
         let mut out = Vec::new();
         for c in ctx.in_month() {
-            let tz = ctx.input.platforms.zone(&c.platform);
+            let tz = ctx.input.platforms.zone(ctx.text(c.platform));
             let (start, end) = (c.billing_period.start(tz), c.billing_period.next().start(tz));
             let before =
                 c.charge_end < start || (c.charge_end == start && c.charge_end > c.charge_start);
@@ -441,7 +444,7 @@ impl Check for PeriodMismatch {
             } else {
                 continue;
             };
-            let mut d = base(self, c, c.billing_period.to_string());
+            let mut d = base(ctx, self, c, c.billing_period.to_string());
             d.measure = Measure::Days;
             d.expected = Decimal::ZERO;
             d.actual = hours(outside) / Decimal::from(24);

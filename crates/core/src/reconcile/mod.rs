@@ -40,7 +40,7 @@ use crate::charge::YearMonth;
 use crate::config::Config;
 use crate::error::{Error, ErrorKind, Location, Result, RowError, RowProblem};
 use crate::parse::parse_amount;
-use crate::window::Row;
+use crate::window::{Row, Sym, Texts, Window};
 
 /// What a discrepancy's figures count.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -183,6 +183,8 @@ pub static CHECKS: &[&dyn Check] = &[
 pub struct Context<'a> {
     /// Every charge given (the month's, and the rest of their files for R004).
     pub charges: &'a [Row],
+    /// Their texts.
+    pub texts: &'a Texts,
     /// The month checked.
     pub month: YearMonth,
     /// Footers, statements, rate cards.
@@ -190,6 +192,16 @@ pub struct Context<'a> {
 }
 
 impl<'a> Context<'a> {
+    /// The text `sym` stands for.
+    pub fn text(&self, sym: Sym) -> &'a str {
+        self.texts.get(sym)
+    }
+
+    /// [`Context::text`] of a text that may be absent.
+    pub fn opt(&self, sym: Option<Sym>) -> Option<&'a str> {
+        self.texts.opt(sym)
+    }
+
     /// The month's charges.
     pub fn in_month(&self) -> impl Iterator<Item = &'a Row> + '_ {
         let month = self.month;
@@ -230,11 +242,11 @@ pub fn check_with(
 /// [`check_with`] of the charges as [`Row`]s (what the ledger reads for a window).
 pub fn check_rows(
     checks: &[&dyn Check],
-    charges: &[Row],
+    window: &Window,
     month: YearMonth,
     input: &ReconcileInput,
 ) -> Result<Vec<Discrepancy>> {
-    let ctx = Context { charges, month, input };
+    let ctx = Context { charges: &window.rows, texts: &window.texts, month, input };
     let mut out = Vec::new();
     for c in checks {
         let mut found = c.run(&ctx)?;

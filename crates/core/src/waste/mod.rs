@@ -40,7 +40,7 @@ pub use timeline::{Span, Timeline};
 use crate::charge::{Category, ChargeId, YearMonth};
 use crate::config::Config;
 use crate::platforms::Platforms;
-use crate::window::Row;
+use crate::window::{Row, Sym, Texts, Window};
 
 /// How much a finding matters.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
@@ -155,6 +155,8 @@ type Rate = (Decimal, i64, DateTime<Utc>);
 pub struct Context<'a> {
     /// Charges of the month and of its look-back.
     pub charges: &'a [Row],
+    /// Their texts.
+    pub texts: &'a Texts,
     /// The audited month.
     pub month: YearMonth,
     /// Thresholds, rate cards, instance notes.
@@ -169,25 +171,27 @@ pub struct Context<'a> {
 impl<'a> Context<'a> {
     /// Builds timelines, knowledge spans, first sightings and resource rates once.
     pub fn new(
-        charges: &'a [Row],
+        window: &'a Window,
         month: YearMonth,
         config: &'a Config,
         platforms: &'a Platforms,
     ) -> crate::Result<Self> {
+        let (charges, texts) = (&window.rows[..], &window.texts);
         let mut known: HashMap<&str, Span> = HashMap::new();
         let mut first_seen: HashMap<(&str, &str), DateTime<Utc>> = HashMap::new();
         let mut rates: HashMap<(&str, &str, Category, &str), Rate> = HashMap::new();
         for c in charges {
-            let span = known.entry(&c.platform).or_insert((c.charge_start, c.charge_end));
+            let platform = texts.get(c.platform);
+            let span = known.entry(platform).or_insert((c.charge_start, c.charge_end));
             span.0 = span.0.min(c.charge_start);
             span.1 = span.1.max(c.charge_end);
-            let resource = c.resource_id.as_deref().unwrap_or("");
+            let resource = texts.opt(c.resource_id).unwrap_or("");
             if !resource.is_empty() {
-                let seen = first_seen.entry((&c.platform, resource)).or_insert(c.charge_start);
+                let seen = first_seen.entry((platform, resource)).or_insert(c.charge_start);
                 *seen = (*seen).min(c.charge_start);
             }
             if c.billing_period == month && c.is_spend() && c.billed_cost > Decimal::ZERO {
-                let key = (&*c.platform, resource, c.category, &*c.currency);
+                let key = (platform, resource, c.category, texts.get(c.currency));
                 let rate = rates.entry(key).or_insert((Decimal::ZERO, 0, c.charge_end));
                 rate.0 = crate::money::add(rate.0, c.billed_cost, "a resource's spend")?;
                 rate.1 += (c.charge_end - c.charge_start).num_seconds();
@@ -196,9 +200,10 @@ impl<'a> Context<'a> {
         }
         Ok(Context {
             charges,
+            texts,
             month,
             config,
-            timelines: timeline::build(charges),
+            timelines: timeline::build(charges, texts),
             known,
             first_seen,
             rates,
@@ -208,8 +213,19 @@ impl<'a> Context<'a> {
 
     /// A resource's spend in the month (billed, seconds, last end), by its charge `c`.
     pub(crate) fn rate_of(&self, c: &'a Row) -> Option<Rate> {
-        let resource = c.resource_id.as_deref().unwrap_or("");
-        self.rates.get(&(&*c.platform, resource, c.category, &*c.currency)).copied()
+        let resource = self.opt(c.resource_id).unwrap_or("");
+        let key = (self.text(c.platform), resource, c.category, self.text(c.currency));
+        self.rates.get(&key).copied()
+    }
+
+    /// The text `sym` stands for.
+    pub fn text(&self, sym: Sym) -> &'a str {
+        self.texts.get(sym)
+    }
+
+    /// [`Context::text`] of a text that may be absent.
+    pub fn opt(&self, sym: Option<Sym>) -> Option<&'a str> {
+        self.texts.opt(sym)
     }
 
     /// Charges whose billing period is the audited month (spend only).
@@ -290,12 +306,12 @@ pub fn audit_in(
 /// [`audit_in`] of the charges as [`Row`]s (what the ledger reads for a window).
 pub fn audit_rows(
     rules: &[&dyn Rule],
-    charges: &[Row],
+    window: &Window,
     month: YearMonth,
     config: &Config,
     platforms: &Platforms,
 ) -> crate::Result<Vec<Finding>> {
-    let ctx = Context::new(charges, month, config, platforms)?;
+    let ctx = Context::new(window, month, config, platforms)?;
     let mut claimed: HashSet<ChargeId> = HashSet::new();
     let mut out = Vec::new();
     for rule in rules {

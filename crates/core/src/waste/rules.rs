@@ -66,16 +66,16 @@ struct Drafts<'a> {
 }
 
 impl<'a> Drafts<'a> {
-    fn add(&mut self, c: &'a Row, wasted: Decimal, span: Span) {
+    fn add(&mut self, ctx: &Context<'_>, c: &'a Row, wasted: Decimal, span: Span) {
         if wasted.is_zero() {
             return;
         }
         let key = (
-            c.platform.to_string(),
-            c.instance_id.as_deref().map(str::to_owned),
-            c.resource_id.as_deref().map(str::to_owned),
+            ctx.text(c.platform).to_owned(),
+            ctx.opt(c.instance_id).map(str::to_owned),
+            ctx.opt(c.resource_id).map(str::to_owned),
             c.category,
-            c.currency.to_string(),
+            ctx.text(c.currency).to_owned(),
         );
         self.groups.entry(key).or_default().push((c, wasted, span));
     }
@@ -83,6 +83,7 @@ impl<'a> Drafts<'a> {
     /// One finding per group; `describe` gives (projection, recommendation) for a group.
     fn findings(
         self,
+        ctx: &Context<'_>,
         rule: &dyn Rule,
         mut describe: impl FnMut(&[Piece<'a>]) -> Result<(Decimal, String)>,
     ) -> Result<Vec<Finding>> {
@@ -95,23 +96,23 @@ impl<'a> Drafts<'a> {
                     code: rule.code(),
                     rule: rule.name(),
                     severity: Severity::Low,
-                    platform: first.platform.to_string(),
-                    account: first.account.as_deref().map(str::to_owned),
-                    instance_id: first.instance_id.as_deref().map(str::to_owned),
-                    resource_id: first.resource_id.as_deref().map(str::to_owned),
+                    platform: ctx.text(first.platform).to_owned(),
+                    account: ctx.opt(first.account).map(str::to_owned),
+                    instance_id: ctx.opt(first.instance_id).map(str::to_owned),
+                    resource_id: ctx.opt(first.resource_id).map(str::to_owned),
                     category: first.category,
                     period_start: items.iter().map(|i| i.2.0).min().unwrap_or(first.charge_start),
                     period_end: items.iter().map(|i| i.2.1).max().unwrap_or(first.charge_end),
                     amount: money::sum(items.iter().map(|i| i.1), "a finding's wasted money")?,
-                    currency: first.currency.to_string(),
+                    currency: ctx.text(first.currency).to_owned(),
                     monthly_projection: projection,
                     charges: items
                         .iter()
                         .map(|(c, wasted, _)| Evidence {
                             id: c.id,
-                            file: c.origin.file.to_string(),
+                            file: ctx.text(c.origin.file).to_owned(),
                             line: c.origin.line,
-                            item: c.origin.item.to_string(),
+                            item: ctx.text(c.origin.item).to_owned(),
                             billed_cost: c.billed_cost,
                             wasted: *wasted,
                         })
@@ -127,18 +128,18 @@ impl<'a> Drafts<'a> {
 /// day of the month (or of what the ledger knows, if earlier); else 0.
 fn resource_projection(ctx: &Context<'_>, c: &Row) -> Result<Decimal> {
     let (Some(known), Some((billed, seconds, last_end))) =
-        (ctx.known_span(&c.platform), ctx.rate_of(c))
+        (ctx.known_span(ctx.text(c.platform)), ctx.rate_of(c))
     else {
         return Ok(Decimal::ZERO);
     };
-    let horizon = known.1.min(ctx.month_span(&c.platform).1);
+    let horizon = known.1.min(ctx.month_span(ctx.text(c.platform)).1);
     if last_end < horizon - Duration::days(1) || seconds <= 0 {
         return Ok(Decimal::ZERO);
     }
     share_of(billed, Decimal::from(MONTH_SECONDS), Decimal::from(seconds))
 }
 
-fn name_of(c: &Row) -> String {
+fn name_of(ctx: &Context<'_>, c: &Row) -> String {
     let what = match c.category {
         Category::SystemDisk => "system disk",
         Category::DataDisk => "data disk",
@@ -146,9 +147,9 @@ fn name_of(c: &Row) -> String {
         Category::Snapshot => "snapshot",
         other => other.as_str(),
     };
-    match &c.resource_id {
+    match ctx.opt(c.resource_id) {
         Some(r) => format!("{what} {r}"),
-        None => format!("{what} ({})", c.origin.item),
+        None => format!("{what} ({})", ctx.text(c.origin.item)),
     }
 }
 
@@ -176,29 +177,29 @@ fn while_off(
         if !categories.contains(&c.category) || c.billed_cost <= Decimal::ZERO {
             continue;
         }
-        let Some(instance) = &c.instance_id else { continue };
-        if !ctx.ran_recently(&c.platform, instance) {
+        let Some(instance) = ctx.opt(c.instance_id) else { continue };
+        if !ctx.ran_recently(ctx.text(c.platform), instance) {
             continue; // W003's: the instance is likely released
         }
         let (Some(tl), Some(known)) =
-            (ctx.timeline(&c.platform, instance), ctx.known_span(&c.platform))
+            (ctx.timeline(ctx.text(c.platform), instance), ctx.known_span(ctx.text(c.platform)))
         else {
             continue;
         };
         if !tl.knows_off() {
             continue; // compute seen only at instants: when it was off is unknown
         }
-        let spans = off.entry(&**instance).or_insert_with(|| tl.off_after_grace(known, grace));
-        drafts.add(c, prorated(c, spans)?, clip(c, spans));
+        let spans = off.entry(instance).or_insert_with(|| tl.off_after_grace(known, grace));
+        drafts.add(ctx, c, prorated(c, spans)?, clip(c, spans));
     }
-    drafts.findings(rule, |items| {
+    drafts.findings(ctx, rule, |items| {
         let c = items[0].0;
-        let instance = c.instance_id.as_deref().unwrap_or_default();
+        let instance = ctx.opt(c.instance_id).unwrap_or_default();
         Ok((
             resource_projection(ctx, c)?,
             format!(
                 "The {} kept billing while instance {instance} was off for more than {}: {action}",
-                name_of(c),
+                name_of(ctx, c),
                 days(grace_hours)
             ),
         ))
@@ -255,18 +256,18 @@ impl Rule for UnattachedStorage {
             if !storage.contains(&c.category) || c.billed_cost <= Decimal::ZERO {
                 continue;
             }
-            let released = match &c.instance_id {
+            let released = match ctx.opt(c.instance_id) {
                 None => true,
-                Some(i) => !ctx.ran_recently(&c.platform, i),
+                Some(i) => !ctx.ran_recently(ctx.text(c.platform), i),
             };
             if released {
-                drafts.add(c, c.billed_cost, (c.charge_start, c.charge_end));
+                drafts.add(ctx, c, c.billed_cost, (c.charge_start, c.charge_end));
             }
         }
         let lookback = ctx.config.waste.lookback_days;
-        drafts.findings(self, |items| {
+        drafts.findings(ctx, self, |items| {
             let c = items[0].0;
-            let why = match &c.instance_id {
+            let why = match ctx.opt(c.instance_id) {
                 None => "is linked to no instance in the bill".to_owned(),
                 Some(i) => {
                     format!("belongs to instance {i}, which had no compute in {lookback} days")
@@ -274,7 +275,7 @@ impl Rule for UnattachedStorage {
             };
             Ok((
                 resource_projection(ctx, c)?,
-                format!("The {} {why}: release it if nothing needs it.", name_of(c)),
+                format!("The {} {why}: release it if nothing needs it.", name_of(ctx, c)),
             ))
         })
     }
@@ -298,34 +299,36 @@ impl Rule for StaleSnapshot {
             if c.category != Category::Snapshot || c.billed_cost <= Decimal::ZERO {
                 continue;
             }
-            let first = c
-                .resource_id
-                .as_deref()
-                .and_then(|r| ctx.first_seen(&c.platform, r))
+            let first = ctx
+                .opt(c.resource_id)
+                .and_then(|r| ctx.first_seen(ctx.text(c.platform), r))
                 .unwrap_or(c.charge_start);
             let old_from = first + age;
-            let timeline = c.instance_id.as_deref().and_then(|i| ctx.timeline(&c.platform, i));
+            let timeline =
+                ctx.opt(c.instance_id).and_then(|i| ctx.timeline(ctx.text(c.platform), i));
             if timeline.is_some_and(|t| !t.knows_off()) {
                 continue; // compute seen only at instants: when it last ran is unknown
             }
-            let unused: Vec<Span> = match (&c.instance_id, ctx.known_span(&c.platform)) {
-                (Some(i), Some(known)) if ctx.timeline(&c.platform, i).is_some() => ctx
-                    .timeline(&c.platform, i)
-                    .map(|tl| tl.off_after_grace(known, age))
-                    .unwrap_or_default(),
-                _ => vec![(old_from, DateTime::<Utc>::MAX_UTC)],
-            };
+            let unused: Vec<Span> =
+                match (ctx.opt(c.instance_id), ctx.known_span(ctx.text(c.platform))) {
+                    (Some(i), Some(known)) if ctx.timeline(ctx.text(c.platform), i).is_some() => {
+                        ctx.timeline(ctx.text(c.platform), i)
+                            .map(|tl| tl.off_after_grace(known, age))
+                            .unwrap_or_default()
+                    }
+                    _ => vec![(old_from, DateTime::<Utc>::MAX_UTC)],
+                };
             let spans: Vec<Span> = unused
                 .into_iter()
                 .map(|(s, e)| (s.max(old_from), e))
                 .filter(|(s, e)| s < e)
                 .collect();
-            drafts.add(c, prorated(c, &spans)?, clip(c, &spans));
+            drafts.add(ctx, c, prorated(c, &spans)?, clip(c, &spans));
         }
-        drafts.findings(self, |items| {
+        drafts.findings(ctx, self, |items| {
             let c = items[0].0;
-            let owner = match &c.instance_id {
-                Some(i) if ctx.timeline(&c.platform, i).is_some() => {
+            let owner = match ctx.opt(c.instance_id) {
+                Some(i) if ctx.timeline(ctx.text(c.platform), i).is_some() => {
                     format!("its instance {i} has not run for {n} days")
                 }
                 Some(i) => format!("its instance {i} never ran in the ledger"),
@@ -335,7 +338,7 @@ impl Rule for StaleSnapshot {
                 resource_projection(ctx, c)?,
                 format!(
                     "The {} is over {n} days old and {owner}: delete it, or export what you need.",
-                    name_of(c)
+                    name_of(ctx, c)
                 ),
             ))
         })
@@ -364,10 +367,11 @@ impl OnDemandOverSubscription {
                 && c.kind == Kind::Purchase
                 && c.pricing == Pricing::Subscription
                 && c.billed_cost > Decimal::ZERO;
-            let Some(days) = plan.then(|| plan_days(c)).flatten() else { continue };
+            let Some(days) = plan.then(|| plan_days(ctx, c)).flatten() else { continue };
             let Some(gpu) = model(ctx, c) else { continue };
-            let entry =
-                seen.entry((c.platform.to_string(), gpu, c.currency.to_string())).or_default();
+            let entry = seen
+                .entry((ctx.text(c.platform).to_owned(), gpu, ctx.text(c.currency).to_owned()))
+                .or_default();
             let (slot, per) = if days >= 28 { (&mut entry.0, 30) } else { (&mut entry.1, 7) };
             let price = share_of(c.billed_cost, Decimal::from(per), Decimal::from(days))?;
             *slot = Some(slot.map_or(price, |p: Decimal| p.min(price)));
@@ -392,12 +396,12 @@ impl OnDemandOverSubscription {
 /// The length in days of the plan a subscription purchase bought: its span when the bill
 /// gives one of a day or more, else the plan its item names (包周/weekly 7, 包月/monthly 30,
 /// 包年/yearly 365 days; 包日 and unnamed plans are not compared).
-fn plan_days(c: &Row) -> Option<i64> {
+fn plan_days(ctx: &Context<'_>, c: &Row) -> Option<i64> {
     let secs = (c.charge_end - c.charge_start).num_seconds();
     if secs >= 86_400 {
         return Some(secs / 86_400);
     }
-    let item = c.origin.item.to_ascii_lowercase();
+    let item = ctx.text(c.origin.item).to_ascii_lowercase();
     [("包年", 365), ("yearly", 365), ("包月", 30), ("monthly", 30), ("包周", 7), ("weekly", 7)]
         .iter()
         .find(|(word, _)| item.contains(word))
@@ -405,10 +409,9 @@ fn plan_days(c: &Row) -> Option<i64> {
 }
 
 fn model(ctx: &Context<'_>, c: &Row) -> Option<String> {
-    c.gpu_model.as_deref().map(str::to_owned).or_else(|| {
-        c.instance_id
-            .as_deref()
-            .and_then(|i| ctx.config.gpu_model_of(&c.platform, i))
+    ctx.opt(c.gpu_model).map(str::to_owned).or_else(|| {
+        ctx.opt(c.instance_id)
+            .and_then(|i| ctx.config.gpu_model_of(ctx.text(c.platform), i))
             .map(str::to_owned)
     })
 }
@@ -427,9 +430,13 @@ impl Rule for OnDemandOverSubscription {
                 && c.kind == Kind::Usage
                 && c.pricing == Pricing::OnDemand
                 && c.billed_cost > Decimal::ZERO;
-            if let (true, Some(i)) = (on_demand, &c.instance_id) {
+            if let (true, Some(i)) = (on_demand, ctx.opt(c.instance_id)) {
                 by_instance
-                    .entry((c.platform.to_string(), i.to_string(), c.currency.to_string()))
+                    .entry((
+                        ctx.text(c.platform).to_owned(),
+                        i.to_owned(),
+                        ctx.text(c.currency).to_owned(),
+                    ))
                     .or_default()
                     .push(c);
             }
@@ -466,7 +473,7 @@ impl Rule for OnDemandOverSubscription {
             let mut drafts = Drafts::default();
             for c in &charges {
                 let share = share_of(c.billed_cost, savings, on_demand)?;
-                drafts.add(c, share, (c.charge_start, c.charge_end));
+                drafts.add(ctx, c, share, (c.charge_start, c.charge_end));
             }
             let projection = if active_days > 0 {
                 share_of(savings, Decimal::from(30), Decimal::from(active_days.min(30)))?
@@ -477,11 +484,11 @@ impl Rule for OnDemandOverSubscription {
                 "Instance {instance} ({gpu}) ran {hours} h on demand for {} {}; a {plan} costs {}: \
                  subscribe while it runs steadily.",
                 money_text(on_demand.round_dp(2)),
-                charges[0].currency,
+                ctx.text(charges[0].currency),
                 money_text(best.round_dp(2)),
             );
             // One finding per instance, whatever the resource ids of its rows.
-            let mut merged = drafts.findings(self, |_| Ok((projection, text.clone())))?;
+            let mut merged = drafts.findings(ctx, self, |_| Ok((projection, text.clone())))?;
             if let Some(mut f) = merged.pop() {
                 for other in merged {
                     f.charges.extend(other.charges);
@@ -511,9 +518,13 @@ impl Rule for TrafficHeavy {
         let share = ctx.config.waste.traffic_share;
         let mut cost: BTreeMap<(String, String, String), (Decimal, Vec<&Row>)> = BTreeMap::new();
         for c in ctx.in_month() {
-            let Some(i) = &c.instance_id else { continue };
+            let Some(i) = ctx.opt(c.instance_id) else { continue };
             let entry = cost
-                .entry((c.platform.to_string(), i.to_string(), c.currency.to_string()))
+                .entry((
+                    ctx.text(c.platform).to_owned(),
+                    i.to_owned(),
+                    ctx.text(c.currency).to_owned(),
+                ))
                 .or_default();
             entry.0 = money::add(entry.0, c.billed_cost, "an instance's cost")?;
             if c.category == Category::Traffic && c.billed_cost > Decimal::ZERO {
@@ -531,6 +542,7 @@ impl Rule for TrafficHeavy {
             let mut drafts = Drafts::default();
             for c in &traffic {
                 drafts.add(
+                    ctx,
                     c,
                     share_of(c.billed_cost, excess, spent)?,
                     (c.charge_start, c.charge_end),
@@ -543,7 +555,7 @@ impl Rule for TrafficHeavy {
                  plan, or moving data inside the region, would likely cost less.",
                 limit.normalize()
             );
-            findings.extend(drafts.findings(self, |items| {
+            findings.extend(drafts.findings(ctx, self, |items| {
                 Ok((resource_projection(ctx, items[0].0)?, text.clone()))
             })?);
         }

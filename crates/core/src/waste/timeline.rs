@@ -13,7 +13,7 @@ use std::collections::HashMap;
 use chrono::{DateTime, Duration, Utc};
 
 use crate::charge::{Category, Kind};
-use crate::window::Row;
+use crate::window::{Row, Texts};
 
 /// A half-open span of time `[start, end)`.
 pub type Span = (DateTime<Utc>, DateTime<Utc>);
@@ -72,15 +72,15 @@ impl Timeline {
 }
 
 /// Timelines of every instance, keyed by (platform, instance id).
-pub fn build(charges: &[Row]) -> HashMap<(&str, &str), Timeline> {
+pub fn build<'a>(charges: &[Row], texts: &'a Texts) -> HashMap<(&'a str, &'a str), Timeline> {
     /// An instance's compute: spans paid for, and instants seen.
     type Compute = (Vec<Span>, Vec<DateTime<Utc>>);
-    let mut spans: HashMap<(&str, &str), Compute> = HashMap::new();
+    let mut spans: HashMap<(&'a str, &'a str), Compute> = HashMap::new();
     for c in charges {
         let compute =
             c.category == Category::Compute && matches!(c.kind, Kind::Usage | Kind::Purchase);
-        if let (true, Some(instance)) = (compute, &c.instance_id) {
-            let entry = spans.entry((&*c.platform, &**instance)).or_default();
+        if let (true, Some(instance)) = (compute, c.instance_id) {
+            let entry = spans.entry((texts.get(c.platform), texts.get(instance))).or_default();
             if c.charge_end > c.charge_start {
                 entry.0.push((c.charge_start, c.charge_end));
             } else {
