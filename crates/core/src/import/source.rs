@@ -51,7 +51,7 @@ fn start_reading(path: &Path) -> Result<(Splitter<HashingReader>, FileCtx)> {
     let Opened { head, mut rest, direct, consumed } = open_input(path)?;
     let parquet = head.starts_with(b"PAR1");
     let (hashing, read_size, sniffed) = if parquet {
-        let csv = parquet_bill(path)?;
+        let csv = parquet_bill(path, consumed.is_some())?;
         let hashing = HashingReader {
             inner: csv,
             hasher: Sha256::new(),
@@ -98,11 +98,10 @@ fn start_reading(path: &Path) -> Result<(Splitter<HashingReader>, FileCtx)> {
     Ok((reader, ctx))
 }
 
-/// A Parquet bill as CSV text (see `parquet`): a file of its own, read where its footer is.
-fn parquet_bill(path: &Path) -> Result<Box<dyn Read + Send>> {
-    let mut magic = [0u8; 4];
-    let raw = std::fs::File::open(path).and_then(|mut f| f.read_exact(&mut magic));
-    if raw.is_err() || magic != *b"PAR1" {
+/// A Parquet bill as CSV text (see `parquet`): a regular file of its own, not `compressed`,
+/// read where its footer is (an archive's member or standard input is no regular file).
+fn parquet_bill(path: &Path, compressed: bool) -> Result<Box<dyn Read + Send>> {
+    if compressed || !std::fs::metadata(path).is_ok_and(|m| m.is_file()) {
         let message = "a Parquet bill is read from a file of its own (not compressed, in an \
                        archive or from standard input)"
             .to_owned();

@@ -421,37 +421,18 @@ pub fn from_frame(df: &DataFrame) -> Result<Vec<Charge>, String> {
         .collect()
 }
 
-/// The columns the rules read ([`Row`]'s): the others (resource name, region, unit, GPU
-/// count) are not read at all.
-pub(crate) const ROW_COLUMNS: [&str; 21] = [
-    "id",
-    "platform",
-    "account",
-    "billing_period",
-    "charge_start",
-    "charge_end",
-    "resource_id",
-    "instance_id",
-    "category",
-    "kind",
-    "pricing",
-    "gpu_model",
-    "quantity",
-    "unit_price",
-    "list_cost",
-    "billed_cost",
-    "currency",
-    "balance_after",
-    "source_file",
-    "source_line",
-    "source_item",
-];
+/// The columns of [`SCHEMA`] no rule reads, so a [`Row`] has no field for them.
+const NOT_IN_ROWS: [&str; 4] = ["resource_name", "region", "unit", "gpu_count"];
 
-/// The rows of a part file read with [`ROW_COLUMNS`], and their texts.
+/// The columns a [`Row`] is read from: [`SCHEMA`]'s but [`NOT_IN_ROWS`].
+pub(crate) fn row_columns() -> impl Iterator<Item = &'static schema::Column> {
+    SCHEMA.iter().filter(|c| !NOT_IN_ROWS.contains(&c.name))
+}
+
+/// The rows of a part file read with [`row_columns`], and their texts.
 pub(crate) fn rows_from_frame(df: &DataFrame) -> Result<(Vec<Row>, Texts), String> {
     let mut texts = Texts::default();
-    let columns = ROW_COLUMNS.iter().filter_map(|n| schema::column_named(n));
-    let r = Read::of(df, columns)?;
+    let r = Read::of(df, row_columns())?;
     let (ids, platform, account) = (r.text("id")?, r.text("platform")?, r.text("account")?);
     let period = r.text("billing_period")?;
     let (start, end) = (r.time("charge_start")?, r.time("charge_end")?);

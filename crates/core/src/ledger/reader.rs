@@ -66,7 +66,8 @@ impl Store {
         let (rows, parts) = self.parts_of(&manifest, filter);
         let mut window = crate::window::Window::with_capacity(rows);
         let decode = columns::rows_from_frame;
-        read_parts_in_order(&parts, Some(&columns::ROW_COLUMNS), decode, |(rows, texts)| {
+        let names: Vec<&str> = columns::row_columns().map(|c| c.name).collect();
+        read_parts_in_order(&parts, Some(&names), decode, |(rows, texts)| {
             window.append(rows, &texts);
         })?;
         crate::window::link_rows(&mut window.rows);

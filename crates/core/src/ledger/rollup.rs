@@ -341,6 +341,19 @@ impl Rollup {
         }
     }
 
+    /// Takes `other` in: as it is when this rollup holds nothing yet (a batch's one Parquet
+    /// thread), its groups added one by one otherwise.
+    pub(crate) fn absorb(&mut self, other: Rollup) {
+        let empty = self.groups.is_empty()
+            && !self.abandoned
+            && self.totals.as_ref().is_some_and(BTreeMap::is_empty);
+        if empty && self.bounded == other.bounded && self.detail == other.detail {
+            *self = other;
+        } else {
+            self.merge(&other);
+        }
+    }
+
     /// Adds every group of `other`.
     pub(crate) fn merge(&mut self, other: &Rollup) {
         if other.abandoned {

@@ -296,7 +296,7 @@ impl Writer {
                 let rollup = thread.join().unwrap_or_else(|_| {
                     Err(Error::ledger(&self.root, "the Parquet writer thread panicked"))
                 })?;
-                self.rollup.merge(&rollup);
+                self.rollup.absorb(rollup);
                 Ok(())
             }
         }
