@@ -145,8 +145,27 @@ def aliyun():
         w.writeheader()
         w.writerows(rows)
 
+def gpushare():
+    """恒源云 (gpushare) in May: an RTX 4090 at 2.38/h, dearer per hour than AutoDL's 2.18,
+    that worked 10:00-22:00 on May 13-24; its 200 GB of /hy-tmp beyond the free part is
+    billed only on the days it ran (0.0004/GB/h for the 12 hours), so that all in it is the
+    cheaper of the two (the lesson of `gpuaudit cost --compare`)."""
+    rows = []
+    for day in range(13, 25):
+        d = dt.datetime(2024, 5, day)
+        for h in range(11, 23):
+            rows.append((d.replace(hour=h), "按量", "gpu-4090-02", 238, "RTX 4090 按量计费"))
+        rows.append((d.replace(hour=23, minute=59, second=59), "存储", "gpu-4090-02", 96,
+                     "hy-tmp 数据盘超出部分"))
+    with open(os.path.join(HERE, "gpushare-2024-05.csv"), "w", newline="", encoding="utf-8") as f:
+        w = csv.writer(f, lineterminator="\n")
+        w.writerow(["扣费时间", "计费类型", "实例", "扣费金额", "备注"])
+        for (t, kind, inst, fen, note) in rows:
+            w.writerow([t.strftime("%Y-%m-%d %H:%M:%S"), kind, inst, yuan(fen), note])
+
 if __name__ == "__main__":
     os.makedirs(HERE, exist_ok=True)
     autodl()
     aliyun_april()
     aliyun()
+    gpushare()

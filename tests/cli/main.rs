@@ -2,6 +2,7 @@
 //! One test binary for the crate (each links polars).
 #![allow(missing_docs, clippy::unwrap_used)]
 
+mod cost;
 mod delivery;
 mod snapshots;
 mod third_month;

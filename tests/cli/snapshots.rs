@@ -84,6 +84,15 @@ fn snapshots_of_the_example_bills_every_command_and_format() {
         vec!["reconcile", "--month", "2024-05", "--statement", statement, "--format", "csv"],
         vec!["reconcile", "--month", "2024-05", "--statement", statement, "--format", "json"],
         vec!["reconcile", "--month", "2024-05", "--statement", statement, "--format", "md"],
+        vec!["cost", "--month", "2024-05"],
+        vec!["cost", "--month", "2024-05", "--compare"],
+        vec!["cost", "--month", "2024-05", "--format", "csv"],
+        vec!["cost", "--month", "2024-05", "--format", "json", "--compare"],
+        vec!["cost", "--month", "2024-05", "--format", "md"],
+        vec!["cost", "--month", "2024-05", "--compare", "--format", "csv"],
+        vec!["cost", "--month", "2024-05", "--breakeven", "--format", "csv"],
+        vec!["cost", "--month", "2024-05", "--by", "platform,gpu_model", "--format", "csv"],
+        vec!["cost", "--month", "2024-04", "--format", "csv"],
         vec!["formats"],
         vec!["config"],
         vec!["config", "--defaults"],
@@ -134,6 +143,7 @@ fn snapshots_of_every_valid_fixture_imported_summarised_audited_and_reconciled()
         for month in months(d) {
             text.push_str(&shown(d, &["waste", "--month", &month, "--format", "csv"]));
             text.push_str(&shown(d, &["reconcile", "--month", &month, "--format", "csv"]));
+            text.push_str(&shown(d, &["cost", "--month", &month, "--format", "csv"]));
         }
         let name = rel.trim_start_matches("fixtures/").replace(['/', '.'], "_");
         insta::assert_snapshot!(name, redact(d, &text));

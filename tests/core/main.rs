@@ -12,6 +12,7 @@ use gpuaudit_core::{Category, Charge, ErrorKind, Kind, Pricing, parse_bill};
 use rust_decimal::Decimal;
 use rust_decimal_macros::dec;
 
+mod cost;
 #[cfg(feature = "store")]
 mod delivery;
 mod formats;

@@ -56,8 +56,7 @@ fn a10_card(price: Decimal) -> Config {
         platform: "aliyun".into(),
         gpu_model: "A10".into(),
         on_demand_hourly: Some(price),
-        weekly: None,
-        monthly: None,
+        ..RateCard::default()
     });
     c
 }

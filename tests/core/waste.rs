@@ -411,13 +411,14 @@ fn rate(platform: &str, monthly: Decimal, weekly: Decimal) -> Config {
         on_demand_hourly: None,
         weekly: Some(weekly),
         monthly: Some(monthly),
+        ..RateCard::default()
     });
     c.instances.push(InstanceNote {
         platform: platform.into(),
         id: "ins-a".into(),
         gpu_model: Some("RTX 4090".into()),
         gpu_count: Some(1),
-        label: None,
+        ..InstanceNote::default()
     });
     c
 }

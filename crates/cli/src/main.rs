@@ -58,6 +58,8 @@ enum Command {
     Waste(cmd::waste::WasteArgs),
     /// Check that the bills of a month add up (checks R001–R008).
     Reconcile(cmd::reconcile::ReconcileArgs),
+    /// What the work cost, all in, per GPU-hour, and on the other platforms.
+    Cost(cmd::cost::CostArgs),
     /// Show the configuration in force, or every default.
     Config(cmd::config::ConfigArgs),
     /// List the bill formats gpuaudit reads.
@@ -100,6 +102,7 @@ fn main() -> ExitCode {
         Command::Waste(args) => cmd::waste::run(&store, &config, &profiles, args),
         Command::Config(args) => cmd::config::run(&config, args),
         Command::Reconcile(args) => cmd::reconcile::run(&store, &config, &profiles, args),
+        Command::Cost(args) => cmd::cost::run(&store, &config, &profiles, args),
         Command::Import(args) => cmd::import::run(&store, &config, &profiles, args),
         Command::Ledger(args) => cmd::ledger::run(&store, args),
         Command::Summary(args) => cmd::summary::run(&store, args),

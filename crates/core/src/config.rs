@@ -5,7 +5,9 @@
 //! write them as strings (`"1.00"`) or as TOML numbers, which are read through their shortest
 //! decimal text (what you typed, for up to 15 significant digits), never used as floats.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
+
+use chrono::NaiveDate;
 
 use rust_decimal::Decimal;
 use serde::{Deserialize, Deserializer, Serialize};
@@ -21,11 +23,18 @@ pub struct Config {
     /// Contracted or published prices per platform and GPU model.
     #[serde(rename = "rate")]
     pub rates: Vec<RateCard>,
+    /// Prices of what is not a GPU (disks, snapshots, IPs, traffic) per platform, and what
+    /// keeps billing while an instance is off.
+    #[serde(rename = "platform_rate")]
+    pub platform_rates: Vec<PlatformRate>,
     /// What bills do not say about an instance (AutoDL's GPU model, a team label).
     #[serde(rename = "instance")]
     pub instances: Vec<InstanceNote>,
     /// How bills are imported: the years their times may fall in.
     pub import: crate::import::Window,
+    /// The file the configuration was read from (named in errors about its values).
+    #[serde(skip)]
+    pub path: Option<PathBuf>,
 }
 
 /// Thresholds of the waste rules (DESIGN.md § Rules: waste).
@@ -62,7 +71,7 @@ impl Default for WasteConfig {
 }
 
 /// A price list for one GPU model on one platform.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, Default)]
 #[serde(deny_unknown_fields)]
 pub struct RateCard {
     /// Platform (profile name).
@@ -70,18 +79,70 @@ pub struct RateCard {
     /// GPU model as the ledger or an `[[instance]]` note names it.
     pub gpu_model: String,
     /// On-demand price per instance-hour.
-    #[serde(default, deserialize_with = "opt_decimal", skip_serializing_if = "Option::is_none")]
+    #[serde(default, deserialize_with = "opt_price", skip_serializing_if = "Option::is_none")]
     pub on_demand_hourly: Option<Decimal>,
     /// Price of a weekly plan.
-    #[serde(default, deserialize_with = "opt_decimal", skip_serializing_if = "Option::is_none")]
+    #[serde(default, deserialize_with = "opt_price", skip_serializing_if = "Option::is_none")]
     pub weekly: Option<Decimal>,
     /// Price of a monthly plan.
-    #[serde(default, deserialize_with = "opt_decimal", skip_serializing_if = "Option::is_none")]
+    #[serde(default, deserialize_with = "opt_price", skip_serializing_if = "Option::is_none")]
     pub monthly: Option<Decimal>,
+    /// GPUs of the instance the prices are for (1 when not given): a price per GPU-hour is
+    /// the hourly price divided by it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub gpus: Option<u16>,
+    /// Currency of the prices; `gpuaudit cost --compare` refuses to price usage in another
+    /// one (it never converts). When not given: the currency of the platform's bills.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub currency: Option<String>,
+    /// Where the prices come from (a price page, a quote, a contract).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub source: Option<String>,
+    /// The day they were read there (`2024-05-01`, quoted or not).
+    #[serde(default, deserialize_with = "opt_date", skip_serializing_if = "Option::is_none")]
+    pub as_of: Option<NaiveDate>,
+}
+
+/// A platform's prices of what is not a GPU, and which of those keep billing while an
+/// instance is off.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[serde(deny_unknown_fields)]
+pub struct PlatformRate {
+    /// Platform (profile name).
+    pub platform: String,
+    /// System disk, per GB and day.
+    #[serde(default, deserialize_with = "opt_price", skip_serializing_if = "Option::is_none")]
+    pub system_disk_gb_day: Option<Decimal>,
+    /// Data disk, per GB and day.
+    #[serde(default, deserialize_with = "opt_price", skip_serializing_if = "Option::is_none")]
+    pub data_disk_gb_day: Option<Decimal>,
+    /// Snapshots and images, per GB and month (30 days).
+    #[serde(default, deserialize_with = "opt_price", skip_serializing_if = "Option::is_none")]
+    pub snapshot_gb_month: Option<Decimal>,
+    /// A public IP, per hour.
+    #[serde(default, deserialize_with = "opt_price", skip_serializing_if = "Option::is_none")]
+    pub public_ip_hour: Option<Decimal>,
+    /// Traffic out, per GB.
+    #[serde(default, deserialize_with = "opt_price", skip_serializing_if = "Option::is_none")]
+    pub egress_gb: Option<Decimal>,
+    /// The categories that keep billing while the instance is off (`system_disk`,
+    /// `data_disk`, `snapshot`, `public_ip`); overrides what gpuaudit knows of the platform
+    /// (DOMAIN.md).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub bills_while_off: Option<Vec<crate::charge::Category>>,
+    /// Currency of the prices (as [`RateCard::currency`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub currency: Option<String>,
+    /// Where the prices come from.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub source: Option<String>,
+    /// The day they were read there.
+    #[serde(default, deserialize_with = "opt_date", skip_serializing_if = "Option::is_none")]
+    pub as_of: Option<NaiveDate>,
 }
 
 /// Facts about an instance that its bills do not carry.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, Default)]
 #[serde(deny_unknown_fields)]
 pub struct InstanceNote {
     /// Platform (profile name).
@@ -97,6 +158,13 @@ pub struct InstanceNote {
     /// A project or team label.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub label: Option<String>,
+    /// The size of its system disk in GB, for bills that charge the disk without a quantity.
+    #[serde(default, deserialize_with = "opt_price", skip_serializing_if = "Option::is_none")]
+    pub system_disk_gb: Option<Decimal>,
+    /// The size of its paid data disk in GB, for bills that charge it without a quantity
+    /// (AutoDL's daily 数据盘 row).
+    #[serde(default, deserialize_with = "opt_price", skip_serializing_if = "Option::is_none")]
+    pub data_disk_gb: Option<Decimal>,
 }
 
 #[derive(Deserialize)]
@@ -120,17 +188,44 @@ fn decimal<'de, D: Deserializer<'de>>(d: D) -> Result<Decimal, D::Error> {
     to_decimal(Number::deserialize(d)?)
 }
 
-fn opt_decimal<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Decimal>, D::Error> {
-    Option::<Number>::deserialize(d)?.map(to_decimal).transpose()
+/// A price or a size: a number that is not negative.
+fn opt_price<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Decimal>, D::Error> {
+    let n = Option::<Number>::deserialize(d)?.map(to_decimal).transpose()?;
+    match n {
+        Some(n) if n.is_sign_negative() && !n.is_zero() => {
+            Err(serde::de::Error::custom(format!("{n} is negative: a price is 0 or more")))
+        }
+        n => Ok(n),
+    }
+}
+
+/// A day, written as a TOML date (`2024-05-01`) or as a string.
+fn opt_date<'de, D: Deserializer<'de>>(d: D) -> Result<Option<NaiveDate>, D::Error> {
+    #[derive(Deserialize)]
+    #[serde(untagged)]
+    enum Day {
+        Text(String),
+        Date(toml::value::Datetime),
+    }
+    let text = match Option::<Day>::deserialize(d)? {
+        None => return Ok(None),
+        Some(Day::Text(t)) => t,
+        Some(Day::Date(d)) => d.to_string(),
+    };
+    NaiveDate::parse_from_str(text.trim(), "%Y-%m-%d")
+        .map(Some)
+        .map_err(|_| serde::de::Error::custom(format!("{text:?} is not a date (YYYY-MM-DD)")))
 }
 
 impl Config {
     /// Parses a configuration file's text; `path` names it in errors.
     pub fn parse(text: &str, path: &Path) -> Result<Self> {
-        toml::from_str(text).map_err(|e| {
+        let mut config: Config = toml::from_str(text).map_err(|e| {
             let message = e.to_string().trim_end().to_owned();
-            ErrorKind::Config { path: path.to_owned(), message, source: e }.into()
-        })
+            crate::Error::from(ErrorKind::Config { path: path.to_owned(), message, source: e })
+        })?;
+        config.path = Some(path.to_owned());
+        Ok(config)
     }
 
     /// Reads `path`, or returns the defaults when `path` is `None` or a default location
@@ -167,6 +262,17 @@ impl Config {
         toml::to_string(self).unwrap_or_default()
     }
 
+    /// An error about the value of `key` (`rate[2].currency`) in this configuration file.
+    pub fn value_error(&self, key: String, message: String) -> crate::Error {
+        let path = self.path.clone().unwrap_or_else(|| PathBuf::from("gpuaudit.toml"));
+        ErrorKind::ConfigValue { path, key, message }.into()
+    }
+
+    /// The `[[instance]]` note of an instance.
+    pub fn note_of(&self, platform: &str, instance: &str) -> Option<&InstanceNote> {
+        self.instances.iter().find(|n| n.platform == platform && n.id == instance)
+    }
+
     /// The GPU model of an instance: the ledger's, else an `[[instance]]` note's.
     pub fn gpu_model_of(&self, platform: &str, instance: &str) -> Option<&str> {
         self.instances
@@ -185,7 +291,8 @@ mod tests {
     fn the_printed_defaults_parse_back_to_the_defaults() {
         let text = Config::defaults_toml();
         assert!(text.contains("storage_grace_hours = 72"), "{text}");
-        assert_eq!(Config::parse(&text, Path::new("d.toml")).unwrap(), Config::default());
+        let parsed = Config::parse(&text, Path::new("d.toml")).unwrap();
+        assert_eq!(Config { path: None, ..parsed }, Config::default());
     }
 
     #[test]

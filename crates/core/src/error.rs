@@ -198,6 +198,17 @@ pub enum ErrorKind {
         #[source]
         source: Option<toml::de::Error>,
     },
+    /// A value of the configuration file cannot be used as it is (a price in a currency
+    /// other than the usage it would price).
+    #[error("{}: {key}: {message}", .path.display())]
+    ConfigValue {
+        /// The configuration file.
+        path: PathBuf,
+        /// The key, with its table (`rate[2].currency`).
+        key: String,
+        /// What is wrong with it.
+        message: String,
+    },
     /// The configuration file (`gpuaudit.toml`) is malformed.
     #[error("{}: {message}", .path.display())]
     Config {

@@ -6,6 +6,7 @@
 //!   with atomic batches and deduplication by [`ChargeId`].
 //! - [`report`] aggregates charges into summaries.
 //! - [`reconcile`] checks that bills add up (R001–R008).
+//! - [`cost`] answers what the work cost, all in, per GPU-hour, and on the other platforms.
 //! - [`waste`] finds money that bought nothing; [`config`] holds its thresholds and rate
 //!   cards (`gpuaudit.toml`).
 //!
@@ -25,6 +26,7 @@
 
 mod charge;
 pub mod config;
+pub mod cost;
 mod direct;
 mod error;
 pub mod ids;

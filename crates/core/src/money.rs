@@ -30,6 +30,15 @@ fn overflow(what: &str) -> crate::Error {
 /// past it as its division already was.
 #[inline]
 pub fn add(a: Decimal, b: Decimal, what: &str) -> Result<Decimal> {
+    // Adding zero is exact whatever the scales: `Decimal` hands back the other operand at
+    // its own scale (0.000000000000 + 32.7726 is 32.7726 at scale 4), which the check below
+    // would take for a lost digit.
+    if a.is_zero() {
+        return Ok(b);
+    }
+    if b.is_zero() {
+        return Ok(a);
+    }
     let kept = a.scale().max(b.scale()).min(crate::MAX_SCALE);
     match a.checked_add(b) {
         // A sum that needed more digits than there are comes back at a smaller scale.
@@ -79,6 +88,11 @@ mod tests {
         let more = std::iter::repeat_n(dec!(999999999999999.999999999999), 1000);
         assert!(sum(more, "t").is_err(), "28 digits are not enough at 12 decimals");
         assert_eq!(sub(dec!(5), dec!(7.5), "t").unwrap(), dec!(-2.5));
+        // A zero of twelve decimals (a charge and its reversal) added to a figure of fewer.
+        let reversed = add(dec!(1.006000000000), dec!(-1.006000000000), "t").unwrap();
+        assert_eq!(add(reversed, dec!(32.7726), "t").unwrap(), dec!(32.7726));
+        assert_eq!(add(reversed, Decimal::ZERO, "t").unwrap(), Decimal::ZERO);
+        assert_eq!(add(dec!(32.7726), reversed, "t").unwrap(), dec!(32.7726));
         // Shares of 28 digits add up, rounded past their 12th decimal as divisions are.
         let third = div(dec!(100), dec!(3), "t").unwrap();
         let whole = sum([third, third, third, dec!(1000000.01)], "t").unwrap();

@@ -6,7 +6,7 @@
 //! hourly); a window of ten million charges took 7 GB, and clearing the memory took half the
 //! time of an audit. A [`Row`] holds the same facts the rules use, each text a four-byte
 //! [`Sym`] of its [`Window`]'s [`Texts`], where each text is kept once; it leaves out what
-//! no rule reads (the resource's name, the region, the unit, the GPU count).
+//! no rule or report reads (the resource's name, the region).
 //!
 //! This module owns the row and its texts; it must not know where rows come from (the ledger
 //! reads them from its columns, [`rows_of`] makes them from charges).
@@ -123,8 +123,12 @@ pub struct Row {
     pub pricing: Pricing,
     /// GPU model.
     pub gpu_model: Option<Sym>,
+    /// Number of GPUs.
+    pub gpu_count: Option<u16>,
     /// Quantity billed.
     pub quantity: Option<Decimal>,
+    /// Unit of the quantity.
+    pub unit: Option<Sym>,
     /// Unit price.
     pub unit_price: Option<Decimal>,
     /// List cost.
@@ -153,6 +157,7 @@ impl Row {
         self.resource_id = self.resource_id.map(&mut adopt);
         self.instance_id = self.instance_id.map(&mut adopt);
         self.gpu_model = self.gpu_model.map(&mut adopt);
+        self.unit = self.unit.map(&mut adopt);
         self.currency = adopt(self.currency);
         self.origin.file = adopt(self.origin.file);
         self.origin.item = adopt(self.origin.item);
@@ -204,7 +209,9 @@ pub fn row_of(c: &Charge, texts: &mut Texts) -> Row {
         kind: c.kind,
         pricing: c.pricing,
         gpu_model: texts.sym_opt(c.gpu_model.as_deref()),
+        gpu_count: c.gpu_count,
         quantity: c.quantity,
+        unit: texts.sym_opt(c.unit.as_deref()),
         unit_price: c.unit_price,
         list_cost: c.list_cost,
         billed_cost: c.billed_cost,

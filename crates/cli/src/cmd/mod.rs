@@ -1,6 +1,8 @@
 //! One file per subcommand: its arguments and its `run`.
 
 pub mod config;
+pub mod cost;
+pub mod cost_more;
 pub mod formats;
 pub mod import;
 pub mod ledger;

@@ -39,6 +39,21 @@ impl Store {
         waste::audit_rows(rules, &window, month, config, platforms)
     }
 
+    /// The cost report of `month` ([`crate::cost`]): reads the month, and for a comparison
+    /// the months of [`crate::cost::months_to_read`], each platform cut in its zone from
+    /// `platforms` ([`Store::platforms_over`]).
+    pub fn cost(
+        &self,
+        month: YearMonth,
+        config: &Config,
+        platforms: &Platforms,
+        options: &crate::cost::CostOptions,
+    ) -> Result<crate::cost::CostReport> {
+        let months = crate::cost::months_to_read(month, options.compare);
+        let window = self.load_rows(&LoadFilter { months })?;
+        crate::cost::report_rows(&window, month, config, platforms, options)
+    }
+
     /// The discrepancies of `month` by `checks`: reads the months around it
     /// ([`reconcile::months_to_read`]) and the footer totals of every file that billed it
     /// (once per file, however often it was imported), with the platform facts of

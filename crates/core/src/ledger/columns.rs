@@ -421,8 +421,8 @@ pub fn from_frame(df: &DataFrame) -> Result<Vec<Charge>, String> {
         .collect()
 }
 
-/// The columns of [`SCHEMA`] no rule reads, so a [`Row`] has no field for them.
-const NOT_IN_ROWS: [&str; 4] = ["resource_name", "region", "unit", "gpu_count"];
+/// The columns of [`SCHEMA`] no rule or report reads, so a [`Row`] has no field for them.
+const NOT_IN_ROWS: [&str; 2] = ["resource_name", "region"];
 
 /// The columns a [`Row`] is read from: [`SCHEMA`]'s but [`NOT_IN_ROWS`].
 pub(crate) fn row_columns() -> impl Iterator<Item = &'static schema::Column> {
@@ -439,6 +439,7 @@ pub(crate) fn rows_from_frame(df: &DataFrame) -> Result<(Vec<Row>, Texts), Strin
     let (resource_id, instance_id) = (r.text("resource_id")?, r.text("instance_id")?);
     let (category, kind, pricing) = (r.text("category")?, r.text("kind")?, r.text("pricing")?);
     let (gpu_model, currency) = (r.text("gpu_model")?, r.text("currency")?);
+    let (gpu_count, unit) = (r.int("gpu_count")?, r.text("unit")?);
     let (quantity, unit_price) = (r.decimal("quantity")?, r.decimal("unit_price")?);
     let (list_cost, billed_cost) = (r.decimal("list_cost")?, r.decimal("billed_cost")?);
     let balance_after = r.decimal("balance_after")?;
@@ -465,7 +466,9 @@ pub(crate) fn rows_from_frame(df: &DataFrame) -> Result<(Vec<Row>, Texts), Strin
                 kind: parse(kind[i], "kind")?,
                 pricing: parse(pricing[i], "pricing")?,
                 gpu_model: texts.sym_opt(gpu_model[i]),
+                gpu_count: gpu_count[i].and_then(|n| u16::try_from(n).ok()),
                 quantity: quantity[i],
+                unit: texts.sym_opt(unit[i]),
                 unit_price: unit_price[i],
                 list_cost: list_cost[i],
                 billed_cost: required(billed_cost[i], "billed_cost")?,

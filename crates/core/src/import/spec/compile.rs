@@ -84,7 +84,7 @@ pub struct Profile {
     pub(super) resource: Vec<(Vec<Category>, ResourceSource)>,
     /// The `resource_id` column: the resource of a row no `[[resource]]` rule covers.
     pub(super) resource_column: Option<usize>,
-    pub(super) gpu_models: Vec<(usize, String, String)>,
+    pub(super) gpu_models: Vec<(usize, String, String, Option<u16>)>,
 }
 
 /// The columns of a profile by key, for the steps of [`Profile::parse`].
@@ -298,7 +298,10 @@ impl Profile {
             gpu_models: spec
                 .gpu_models
                 .iter()
-                .map(|g| Ok((keys.col(&g.column)?, g.prefix.to_ascii_lowercase(), g.model.clone())))
+                .map(|g| {
+                    let prefix = g.prefix.to_ascii_lowercase();
+                    Ok((keys.col(&g.column)?, prefix, g.model.clone(), g.gpus))
+                })
                 .collect::<Result<_>>()?,
             source: text.to_owned(),
             spec,

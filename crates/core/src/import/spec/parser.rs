@@ -233,18 +233,23 @@ fn resource_of<'t>(
     }
 }
 
-/// The GPU model of a compute row (`[[gpu_models]]`): by the prefix of a column.
-fn gpu_model<'p>(p: &'p Profile, facts: &Facts<'_>, category: Category) -> Option<&'p str> {
+/// The GPU model of a compute row and the count its entry gives (`[[gpu_models]]`): by the
+/// prefix of a column, the first entry that matches.
+fn gpu_model<'p>(
+    p: &'p Profile,
+    facts: &Facts<'_>,
+    category: Category,
+) -> Option<(&'p str, Option<u16>)> {
     if category != Category::Compute {
         return None;
     }
     p.gpu_models
         .iter()
-        .find(|(c, prefix, _)| {
+        .find(|(c, prefix, _, _)| {
             let text = facts.text(*c).as_bytes();
             text.get(..prefix.len()).is_some_and(|t| t.eq_ignore_ascii_case(prefix.as_bytes()))
         })
-        .map(|(_, _, m)| m.as_str())
+        .map(|(_, _, m, n)| (m.as_str(), *n))
 }
 
 /// A row's start, end, and for a row kept until the file is read (its span is since the
@@ -522,8 +527,8 @@ impl Parser<'_> {
         let (start, end, keep) = self.span(row, &facts.texts, kind, category)?;
         let billing_period =
             self.billing_period(row, &facts.texts, posted.unwrap_or(start), start)?;
-        let gpu_model = gpu_model(p, &facts, category);
-        let gpu_count = gpu_count(row, &facts.texts, f.gpu_count, numbers)?;
+        let (gpu_model, gpus) = gpu_model(p, &facts, category).unzip();
+        let gpu_count = gpu_count(row, &facts.texts, f.gpu_count, numbers)?.or(gpus.flatten());
         let item = p.item.iter().find_map(|&i| facts.texts[i].as_deref()).unwrap_or("");
         let text = |i: Option<usize>| i.and_then(|i| facts.texts[i].as_deref());
         let file = self.file.get_or_insert_with(|| row.path().display().to_string());

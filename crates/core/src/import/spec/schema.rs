@@ -306,4 +306,9 @@ pub struct GpuModel {
     pub prefix: String,
     /// The model.
     pub model: String,
+    /// The number of GPUs of an instance the prefix names, where every instance it names has
+    /// the same number (an AWS instance type such as `p4d.24xlarge`: 8); a column the bill
+    /// has for the count (`gpu_count`) is read first.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub gpus: Option<u16>,
 }
