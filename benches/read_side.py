@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""gpuaudit's read side (summary, ledger, waste, reconcile) against DuckDB on the same ledger.
+"""gpuaudit's read side (summary, ledger, waste, reconcile, cost) against DuckDB on the same ledger.
 
 usage: python3 benches/read_side.py PATH/TO/release/gpuaudit [MILLIONS ...]   (default 2 10)
 
@@ -17,7 +17,9 @@ time and the peak RSS of:
   - `ledger`;
   - `waste --month 2024-05` and `reconcile --month 2024-05`, against DuckDB reading the same
     columns of the same window (`count(DISTINCT resource_id), sum(billed_cost), min(charge_start),
-    max(charge_end)` over the months each reads).
+    max(charge_end)` over the months each reads);
+  - `cost --month 2024-05` (the month) and with `--compare` (the year up to it: April and May
+    here), against DuckDB reading the same columns of the months each reads.
 Needs `pip install duckdb` and /usr/bin/time."""
 import csv, io, os, random, statistics, subprocess, sys, tempfile, time
 
@@ -137,6 +139,10 @@ for millions in SIZES:
              DUCK_WINDOW.format(parts=parts, months="'2024-02','2024-03','2024-04','2024-05'"), None),
             ("reconcile --month 2024-05", ["reconcile", "--month", "2024-05", "--format", "csv"],
              DUCK_WINDOW.format(parts=parts, months="'2024-04','2024-05','2024-06'"), None),
+            ("cost --month 2024-05", ["cost", "--month", "2024-05", "--format", "csv"],
+             DUCK_WINDOW.format(parts=parts, months="'2024-05'"), None),
+            ("cost --month 2024-05 --compare", ["cost", "--month", "2024-05", "--compare", "--format", "csv"],
+             DUCK_WINDOW.format(parts=parts, months="'2024-04','2024-05'"), None),
         ]
         for name, args, sql, keys in questions:
             ours, theirs = [], []

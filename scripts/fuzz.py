@@ -18,7 +18,11 @@ then delivered as platforms deliver them (gzip'ed, or zipped beside another bill
 compressed bytes sometimes cut short or flipped. Two property cases check
 figures, not just behaviour: a FOCUS export split into parts imports in any order to exactly
 the whole (count and exact sum), and amounts written with thousands separators read as the
-number they are while decimal commas are refused.
+number they are while decimal commas are refused. After every accepted import, `cost
+--compare` must answer or refuse with an error; and a mutated `gpuaudit.toml` (values
+replaced by negative, huge, non-numeric or non-date ones, lines doubled or dropped, unknown
+keys) must either be used, with `cost`'s lines adding up to `summary`'s total, or be refused
+with exit 2 naming the file.
 
     python3 scripts/fuzz.py BINARY [--seconds 60] [--seed N] [--out DIR]
 
@@ -27,6 +31,7 @@ Failing inputs are kept under --out (default: a temporary folder) and the run ex
 """
 
 import argparse
+import csv
 import io
 import os
 import random
@@ -231,6 +236,11 @@ def check_case(binary, work, ledger, name, data, failures, out_dir):
             if c != 0:
                 problem = f"after an accepted import, {' '.join(args)} exits {c}: {err[:300]}"
                 break
+        # The cost report of the month most fixtures bill: an answer, or an error that says
+        # what (a sum too large to be exact), never a panic.
+        c, _, err = run(binary, ledger, ["cost", "--month", "2024-05", "--compare", "--format", "csv"], work)
+        if problem is None and (c not in (0, 2) or "panicked" in err or (c == 2 and not err.startswith("error: "))):
+            problem = f"after an accepted import, cost exits {c}: {err[:300]}"
     if problem:
         kept = out_dir / f"{len(failures):04d}-{name}"
         kept.write_bytes(data)
@@ -291,6 +301,47 @@ def grouping_property(binary, work, rng, failures):
             failures.append(f"{text!r} should be refused as a decimal comma: exit {code} {err[:200]}")
 
 
+CONFIG_VALUES = ['"-1"', '"1e30"', "1e300", '"abc"', '""', "-0", '"0.000000000000001"', "99999999999999999999",
+                 '"2024-13-01"', "2024-05-01", '"USD"', '"CNY"', '["gpu"]', "[]", '"\u202e"', "true", "{}"]
+
+
+def config_property(binary, work, rng, failures):
+    """A mutated gpuaudit.toml (the example's, a value replaced, a line doubled or dropped, an
+    unknown key) is either used, with the cost lines adding up to the summary, or refused with
+    exit 2 naming the file; never a panic."""
+    ledger = work / "cost-ledger"
+    if not ledger.exists():
+        bills = sorted(str(p) for p in (ROOT / "examples/bills").glob("*.csv"))
+        if run(binary, ledger, ["import", *bills], work)[0] != 0:
+            failures.append("cannot import the example bills for the config property")
+            return
+    lines = (ROOT / "examples/gpuaudit.toml").read_text().split("\n")
+    for _ in range(rng.randint(1, 3)):
+        i = rng.randrange(len(lines))
+        choice = rng.randrange(4)
+        if choice == 0 and "=" in lines[i]:
+            lines[i] = lines[i].split("=")[0] + "= " + rng.choice(CONFIG_VALUES)
+        elif choice == 1:
+            lines.insert(i, lines[i])
+        elif choice == 2:
+            del lines[i]
+        else:
+            lines.insert(i, rng.choice(["gpus = 0", "gpus = 70000", "colour = 1", "[[platform_rate]]\nplatform = \"autodl\"", "data_disk_gb = \"-5\""]))
+    config = work / "mutated.toml"
+    config.write_text("\n".join(lines))
+    code, out, err = run(binary, ledger, ["--config", str(config), "cost", "--month", "2024-05", "--compare", "--format", "csv"], work)
+    if code not in (0, 2) or "panicked" in err or (code == 2 and "mutated.toml" not in err):
+        kept = work / f"config-{len(failures):04d}.toml"
+        shutil.copy(config, kept)
+        failures.append(f"{kept}: cost with a mutated config exits {code}: {err[:300]}")
+    elif code == 0:
+        code, lines_csv, err = run(binary, ledger, ["--config", str(config), "cost", "--month", "2024-05", "--format", "csv"], work)
+        _, summary, _ = run(binary, ledger, ["summary", "--month", "2024-05", "--by", "platform", "--format", "csv"], work)
+        total = lambda text, col: sum(Decimal(r[col]) for r in csv.DictReader(io.StringIO(text)))
+        if code != 0 or total(lines_csv, "all_in") != total(summary, "billed_cost"):
+            failures.append(f"cost lines do not add up to the summary with {config.read_text()!r}: {err[:200]}")
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("binary")
@@ -319,6 +370,7 @@ def main():
         if runs % 25 == 0:
             split_export_property(binary, work, rng, failures)
             grouping_property(binary, work, rng, failures)
+            config_property(binary, work, rng, failures)
         seed = rng.choice(pool)
         data = seed.read_bytes()
         mutate = {".xlsx": xlsx_mutation, ".parquet": parquet_mutation}.get(seed.suffix.lower(), csv_mutation)

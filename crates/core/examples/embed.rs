@@ -1,5 +1,6 @@
 //! Finance tooling embeds gpuaudit-core without its Parquet store: parse bills with the
-//! library, audit a month, and print the findings itself (the library prints nothing).
+//! library, audit a month and price its work per GPU-hour, and print both itself (the library
+//! prints nothing).
 //!
 //! cargo run -p gpuaudit-core --no-default-features --example embed -- \
 //!     2024-05 examples/gpuaudit.toml examples/bills/*.csv
@@ -39,6 +40,20 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     }
     for (currency, amount) in totals(&findings)? {
         println!("total wasted: {} {currency}", cents(amount));
+    }
+    let cost = gpuaudit_core::cost::report(&charges, month, &config, &Default::default())?;
+    for line in cost.lines.iter().filter(|l| l.usage.gpu_seconds.is_some_and(|s| s > 0)) {
+        let per = |d: Option<rust_decimal::Decimal>| d.map(cents).unwrap_or_default();
+        println!(
+            "cost {:<8} {:<9} {:<16} {:>8} GPU-h {:>8} all in {:>6} per GPU-hour, {:>6} all in",
+            line.platform.as_deref().unwrap_or("-"),
+            line.gpu_model.as_deref().unwrap_or("-"),
+            line.instance.as_deref().unwrap_or("-"),
+            line.gpu_hours().map(cents).unwrap_or_default(),
+            cents(line.all_in()?),
+            per(line.per_gpu_hour_compute()?),
+            per(line.per_gpu_hour_all_in()?),
+        );
     }
     Ok(())
 }

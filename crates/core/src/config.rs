@@ -248,12 +248,22 @@ impl Config {
             "# gpuaudit.toml: every setting and its default.\n\n[waste]\n{waste}\n\
              # The years a bill's times may fall in; a time outside them is refused.\n\
              [import]\n{import}\n\
-             # Rate cards: prices per platform and GPU model (none by default).\n\
+             # Rate cards: prices per platform and GPU model (none by default); the currency is\n\
+             # the platform's bills' when not given; prices are per instance-hour of `gpus` GPUs.\n\
              # [[rate]]\n# platform = \"autodl\"\n# gpu_model = \"RTX 4090\"\n\
-             # on_demand_hourly = \"1.98\"\n# weekly = \"329.00\"\n# monthly = \"1000.00\"\n\n\
+             # on_demand_hourly = \"1.98\"\n# weekly = \"329.00\"\n# monthly = \"1000.00\"\n\
+             # gpus = 1\n# currency = \"CNY\"\n# source = \"price page\"\n# as_of = 2024-05-01\n\n\
+             # What is not a GPU, per platform (none by default), and what keeps billing while\n\
+             # an instance is off (default: what is known of the platform).\n\
+             # [[platform_rate]]\n# platform = \"gpushare\"\n# system_disk_gb_day = \"0.01\"\n\
+             # data_disk_gb_day = \"0.0096\"\n# snapshot_gb_month = \"0.12\"\n\
+             # public_ip_hour = \"0.02\"\n# egress_gb = \"0.80\"\n\
+             # bills_while_off = [\"system_disk\", \"snapshot\", \"public_ip\"]\n\
+             # currency = \"CNY\"\n# source = \"price page\"\n# as_of = 2024-05-01\n\n\
              # Instance notes: what a bill does not say (none by default).\n\
              # [[instance]]\n# platform = \"autodl\"\n# id = \"9d3f55aa01\"\n\
-             # gpu_model = \"RTX 4090\"\n# gpu_count = 1\n# label = \"team-a\"\n"
+             # gpu_model = \"RTX 4090\"\n# gpu_count = 1\n# label = \"team-a\"\n\
+             # system_disk_gb = 30\n# data_disk_gb = 200\n"
         )
     }
 
@@ -291,6 +301,16 @@ mod tests {
     fn the_printed_defaults_parse_back_to_the_defaults() {
         let text = Config::defaults_toml();
         assert!(text.contains("storage_grace_hours = 72"), "{text}");
+        // Every commented example parses too.
+        let examples: String = text
+            .lines()
+            .filter_map(|l| l.strip_prefix("# "))
+            .filter(|l| l.starts_with('[') || l.contains(" = "))
+            .map(|l| format!("{l}\n"))
+            .collect();
+        let parsed = Config::parse(&examples, Path::new("d.toml")).unwrap();
+        assert_eq!(parsed.platform_rates[0].bills_while_off.as_ref().map(Vec::len), Some(3));
+        assert_eq!(parsed.instances[0].data_disk_gb, Some(Decimal::new(200, 0)));
         let parsed = Config::parse(&text, Path::new("d.toml")).unwrap();
         assert_eq!(Config { path: None, ..parsed }, Config::default());
     }

@@ -33,6 +33,7 @@
 
 mod breakeven;
 pub mod compare;
+mod line;
 mod usage;
 
 use std::collections::{BTreeMap, HashMap};
@@ -43,6 +44,7 @@ use rust_decimal::Decimal;
 
 pub use breakeven::{Breakeven, BreakevenInstance};
 pub use compare::{Basis, Comparison, Priced, Unpriced};
+pub use line::{Components, CostLine, OnOff, Usage, hours};
 pub use usage::Measure;
 
 use crate::charge::{Category, Charge, Kind, YearMonth};
@@ -90,214 +92,6 @@ impl FromStr for CostKey {
         CostKey::ALL.iter().copied().find(|k| k.as_str() == s.trim()).ok_or_else(|| {
             format!("{s:?} is not a cost key (expected platform, gpu_model or instance)")
         })
-    }
-}
-
-/// Money by what it bought.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct Components {
-    /// Compute.
-    pub compute: Decimal,
-    /// System disk.
-    pub system_disk: Decimal,
-    /// Data disks.
-    pub data_disk: Decimal,
-    /// Snapshots and images.
-    pub snapshot: Decimal,
-    /// Public IPs and bandwidth.
-    pub public_ip: Decimal,
-    /// Traffic.
-    pub traffic: Decimal,
-    /// Everything else (storage not tied to a disk, taxes, support).
-    pub other: Decimal,
-}
-
-impl Components {
-    /// The slot of a category's money.
-    fn slot(&mut self, category: Category) -> &mut Decimal {
-        match category {
-            Category::Compute => &mut self.compute,
-            Category::SystemDisk => &mut self.system_disk,
-            Category::DataDisk => &mut self.data_disk,
-            Category::Snapshot => &mut self.snapshot,
-            Category::PublicIp => &mut self.public_ip,
-            Category::Traffic => &mut self.traffic,
-            Category::Storage | Category::Other => &mut self.other,
-        }
-    }
-
-    /// The money of a category (storage and other share `other`).
-    pub fn get(&self, category: Category) -> Decimal {
-        self.clone().slot(category).to_owned()
-    }
-
-    fn add(&mut self, category: Category, amount: Decimal) -> Result<()> {
-        let slot = self.slot(category);
-        *slot = money::add(*slot, amount, "a line's cost")?;
-        Ok(())
-    }
-
-    fn add_all(&mut self, other: &Components) -> Result<()> {
-        for &c in Category::ALL.iter().filter(|&&c| c != Category::Storage) {
-            self.add(c, other.get(c))?;
-        }
-        Ok(())
-    }
-
-    /// The sum of every component.
-    pub fn total(&self) -> Result<Decimal> {
-        let parts = [
-            self.compute,
-            self.system_disk,
-            self.data_disk,
-            self.snapshot,
-            self.public_ip,
-            self.traffic,
-            self.other,
-        ];
-        money::sum(parts, "a line's all-in cost")
-    }
-}
-
-/// Usage in one measure, split by whether the instance's compute was running.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct OnOff {
-    /// While the instance was on.
-    pub on: Decimal,
-    /// While it was off (or had no compute).
-    pub off: Decimal,
-}
-
-/// What a line used.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct Usage {
-    /// Seconds of compute (the union of compute spans).
-    pub compute_seconds: i64,
-    /// GPU-seconds: compute seconds × GPU count; `None` when the count is unknown.
-    pub gpu_seconds: Option<i64>,
-    /// Seconds on inside the instance's time in the month.
-    pub on_seconds: i64,
-    /// Seconds off inside it; `None` when it cannot be told.
-    pub off_seconds: Option<i64>,
-    /// Usage by measure.
-    pub quantities: BTreeMap<Measure, OnOff>,
-    /// Money of attached charges whose usage the bill does not state, by category.
-    pub unmeasured: Components,
-}
-
-impl Usage {
-    fn add_all(&mut self, other: &Usage) -> Result<()> {
-        self.compute_seconds += other.compute_seconds;
-        self.gpu_seconds = self.gpu_seconds.zip(other.gpu_seconds).map(|(a, b)| a + b);
-        self.on_seconds += other.on_seconds;
-        self.off_seconds = self.off_seconds.zip(other.off_seconds).map(|(a, b)| a + b);
-        for (m, q) in &other.quantities {
-            self.add_quantity(*m, *q)?;
-        }
-        self.unmeasured.add_all(&other.unmeasured)
-    }
-
-    fn add_quantity(&mut self, m: Measure, q: OnOff) -> Result<()> {
-        let slot = self.quantities.entry(m).or_default();
-        slot.on = money::add(slot.on, q.on, "a line's usage")?;
-        slot.off = money::add(slot.off, q.off, "a line's usage")?;
-        Ok(())
-    }
-}
-
-/// Hours of `seconds`, exact to 28 digits.
-pub fn hours(seconds: i64) -> Decimal {
-    Decimal::from(seconds) / Decimal::from(3600)
-}
-
-/// One line of the cost report: an instance (or a group of them) or a platform's unattached
-/// charges.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct CostLine {
-    /// The billing month.
-    pub month: YearMonth,
-    /// The value of each key asked for, in order (`None`: not one value, or unattached).
-    pub keys: Vec<Option<String>>,
-    /// Whether the line's charges are linked to an instance (false: the unattached line).
-    pub attached: bool,
-    /// Platform, when the line has one.
-    pub platform: Option<String>,
-    /// GPU model, when the line has one.
-    pub gpu_model: Option<String>,
-    /// Instance, when the line is one.
-    pub instance: Option<String>,
-    /// GPUs of the instance (or of every instance of the line), when known.
-    pub gpu_count: Option<u16>,
-    /// Currency of every figure.
-    pub currency: String,
-    /// Money by component.
-    pub cost: Components,
-    /// Usage.
-    pub usage: Usage,
-    /// Number of charges.
-    pub charges: u64,
-}
-
-impl CostLine {
-    /// Compute hours.
-    pub fn compute_hours(&self) -> Decimal {
-        hours(self.usage.compute_seconds)
-    }
-
-    /// GPU-hours, when known.
-    pub fn gpu_hours(&self) -> Option<Decimal> {
-        self.usage.gpu_seconds.map(hours)
-    }
-
-    /// Everything the line cost.
-    pub fn all_in(&self) -> Result<Decimal> {
-        self.cost.total()
-    }
-
-    /// Compute money per GPU-hour.
-    pub fn per_gpu_hour_compute(&self) -> Result<Option<Decimal>> {
-        self.per_gpu_hour(self.cost.compute)
-    }
-
-    /// All-in money per GPU-hour.
-    pub fn per_gpu_hour_all_in(&self) -> Result<Option<Decimal>> {
-        self.per_gpu_hour(self.all_in()?)
-    }
-
-    fn per_gpu_hour(&self, amount: Decimal) -> Result<Option<Decimal>> {
-        match self.gpu_hours() {
-            Some(h) if !h.is_zero() => money::div(amount, h, "a price per GPU-hour").map(Some),
-            _ => Ok(None),
-        }
-    }
-
-    /// `(all_in − compute) / all_in`: the share of the money that was not compute.
-    pub fn hidden_share(&self) -> Result<Option<Decimal>> {
-        let all_in = self.all_in()?;
-        if all_in.is_zero() {
-            return Ok(None);
-        }
-        let hidden = money::sub(all_in, self.cost.compute, "a line's hidden cost")?;
-        money::div(hidden, all_in, "a line's hidden share").map(Some)
-    }
-
-    fn merge(&mut self, other: &CostLine) -> Result<()> {
-        self.cost.add_all(&other.cost)?;
-        self.usage.add_all(&other.usage)?;
-        self.charges += other.charges;
-        if self.platform != other.platform {
-            self.platform = None;
-        }
-        if self.gpu_model != other.gpu_model {
-            self.gpu_model = None;
-        }
-        if self.instance != other.instance {
-            self.instance = None;
-        }
-        if self.gpu_count != other.gpu_count {
-            self.gpu_count = None;
-        }
-        Ok(())
     }
 }
 
@@ -404,16 +198,33 @@ fn instance_lines(
     platforms: &Platforms,
 ) -> Result<Vec<CostLine>> {
     let texts = &window.texts;
-    let mut known: HashMap<Sym, Span> = HashMap::new();
-    let mut accs: HashMap<Key, Acc<'_>> = HashMap::new();
+    // The time the ledger knows per platform (a few platforms: a list).
+    let mut known: Vec<(Sym, Span)> = Vec::new();
+    let mut accs: Vec<(Key, Acc<'_>)> = Vec::new();
+    let mut index: HashMap<Key, usize> = HashMap::new();
+    // Rows come in runs of one resource: the last key is found without hashing.
+    let mut last: Option<(Key, usize)> = None;
     for r in &window.rows {
-        let span = known.entry(r.platform).or_insert((r.charge_start, r.charge_end));
-        *span = (span.0.min(r.charge_start), span.1.max(r.charge_end));
+        match known.iter_mut().find(|(p, _)| *p == r.platform) {
+            Some((_, span)) => *span = (span.0.min(r.charge_start), span.1.max(r.charge_end)),
+            None => known.push((r.platform, (r.charge_start, r.charge_end))),
+        }
         if only.is_some_and(|m| m != r.billing_period) || !r.is_spend() {
             continue;
         }
         let key = (r.billing_period, r.platform, r.instance_id, r.currency);
-        let acc = accs.entry(key).or_default();
+        let slot = match last {
+            Some((k, i)) if k == key => i,
+            _ => {
+                let i = *index.entry(key).or_insert_with(|| {
+                    accs.push((key, Acc::default()));
+                    accs.len() - 1
+                });
+                last = Some((key, i));
+                i
+            }
+        };
+        let acc = &mut accs[slot].1;
         acc.cost.add(r.category, r.billed_cost)?;
         acc.charges += 1;
         let life = acc.life.get_or_insert((r.charge_start, r.charge_end));
@@ -439,7 +250,7 @@ fn instance_lines(
         let note = instance.and_then(|i| config.note_of(platform, i));
         let tz = platforms.zone(platform);
         let month_span = (month.start(tz), month.next().start(tz));
-        let known = known.get(&platform_sym).copied();
+        let known = known.iter().find(|(p, _)| *p == platform_sym).map(|(_, s)| *s);
         let within = clip(month_span, known.unwrap_or(month_span));
         let gpu_model = texts
             .opt(acc.gpu_model)
@@ -493,7 +304,7 @@ fn usage_of(
         None => None,
     };
     let life = acc.life.map_or((within.0, within.0), |l| clip(l, within));
-    let on_seconds = crate::waste::timeline::overlap_seconds(life, &timeline.covered);
+    let on_seconds = covered_seconds(life, &timeline.covered);
     let knows_off = attached && (timeline.knows_off() || !acc.instants);
     let off_seconds = knows_off.then(|| seconds(life) - on_seconds);
     let mut usage =
@@ -506,27 +317,43 @@ fn usage_of(
             usage.unmeasured.add(r.category, r.billed_cost)?;
             continue;
         };
-        let on = if span_seconds > 0 {
-            let covered = crate::waste::timeline::overlap_seconds(
-                (r.charge_start, r.charge_end),
-                &timeline.covered,
-            );
-            let what = "a charge's usage while on";
+        let covered = covered_seconds((r.charge_start, r.charge_end), &timeline.covered);
+        let what = "a charge's usage while on";
+        let on = if span_seconds <= 0 {
+            // An instant is on when compute covers it.
+            let at = r.charge_start;
+            let i = timeline.covered.partition_point(|&(_, e)| e <= at);
+            if timeline.covered.get(i).is_some_and(|&(s, _)| s <= at) {
+                amount
+            } else {
+                Decimal::ZERO
+            }
+        } else if covered == span_seconds {
+            amount
+        } else if covered == 0 {
+            Decimal::ZERO
+        } else {
             money::div(
                 money::mul(amount, Decimal::from(covered), what)?,
                 Decimal::from(span_seconds),
                 what,
             )?
-        } else if timeline.ran_within(r.charge_start, r.charge_start + chrono::Duration::seconds(1))
-        {
-            amount
-        } else {
-            Decimal::ZERO
         };
         let off = money::sub(amount, on, "a charge's usage while off")?;
         usage.add_quantity(measure, OnOff { on, off })?;
     }
     Ok(usage)
+}
+
+/// Seconds of `span` inside `covered` (sorted, disjoint), found by binary search: an
+/// instance may have thousands of spans and of attached charges.
+fn covered_seconds(span: Span, covered: &[Span]) -> i64 {
+    let first = covered.partition_point(|&(_, e)| e <= span.0);
+    covered[first..]
+        .iter()
+        .take_while(|&&(s, _)| s < span.1)
+        .map(|&(s, e)| seconds((s.max(span.0), e.min(span.1))))
+        .sum()
 }
 
 /// Sorted spans merged where they touch or overlap.

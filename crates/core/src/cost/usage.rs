@@ -117,12 +117,16 @@ fn storage_unit(unit: &str) -> Option<(Decimal, Option<Decimal>)> {
     Some((size, days))
 }
 
-/// The charge's span in days (a level held over it).
-fn span_days(seconds: i64, what: &str) -> Result<Option<Decimal>> {
+/// `level` held for `seconds`, in `per` seconds (86,400: GB·days; 3,600: IP-hours); `None`
+/// for a charge without a span. Whole days (hours) multiply without a division.
+fn held(level: Decimal, seconds: i64, per: i64, what: &str) -> Result<Option<Decimal>> {
     if seconds <= 0 {
         return Ok(None);
     }
-    money::div(Decimal::from(seconds), Decimal::from(86_400), what).map(Some)
+    if seconds % per == 0 {
+        return money::mul(level, Decimal::from(seconds / per), what).map(Some);
+    }
+    money::div(money::mul(level, Decimal::from(seconds), what)?, Decimal::from(per), what).map(Some)
 }
 
 /// The usage a charge measures: its measure and amount, or `None` when the bill does not
@@ -148,10 +152,7 @@ pub(crate) fn measure(
                 Some((size, Some(days))) => {
                     Some(money::mul(money::mul(q, size, what)?, days, what)?)
                 }
-                Some((size, None)) => match span_days(seconds, what)? {
-                    Some(days) => Some(money::mul(money::mul(q, size, what)?, days, what)?),
-                    None => None,
-                },
+                Some((size, None)) => held(money::mul(q, size, what)?, seconds, 86_400, what)?,
                 None => None,
             },
         },
@@ -179,19 +180,16 @@ fn ip_hours(q: Decimal, unit: &str, seconds: i64, what: &str) -> Result<Option<D
             Some(q)
         }
         "day" | "days" | "天" | "日" => Some(money::mul(q, Decimal::from(24), what)?),
-        "个" | "ip" | "ips" | "count" if seconds > 0 => {
-            let hours = money::div(Decimal::from(seconds), Decimal::from(3600), what)?;
-            Some(money::mul(q, hours, what)?)
-        }
+        "个" | "ip" | "ips" | "count" => held(q, seconds, 3600, what)?,
         _ => None,
     })
 }
 
 /// GB·days of a disk of `gb` (from a note) held for `seconds`.
 fn noted(gb: Option<Decimal>, seconds: i64, what: &str) -> Result<Option<Decimal>> {
-    match (gb, span_days(seconds, what)?) {
-        (Some(gb), Some(days)) => money::mul(gb, days, what).map(Some),
-        _ => Ok(None),
+    match gb {
+        Some(gb) => held(gb, seconds, 86_400, what),
+        None => Ok(None),
     }
 }
 
