@@ -264,3 +264,44 @@ fn a_card_in_another_currency_than_its_platform_s_bills_is_refused_naming_the_ke
     assert!(err.to_string().contains("rate[1].currency: missing"), "{err}");
     assert!(report(&charges, may(), &config(unknown), &CostOptions::default()).is_ok());
 }
+
+#[test]
+fn the_break_even_uses_a_plan_bought_in_the_ledger_and_the_rate_paid_there() {
+    // No rate card: the 包月 order of a1f00d2c9e (1500.00 for 30 days) and b2c0ffee77's 672
+    // on-demand hours at 2.58, both RTX 4090 by the notes, one GPU each.
+    let bill =
+        parse_bill(&crate::fixture("autodl/valid/monthly_plan_seen_in_the_ledger.csv"), None)
+            .unwrap();
+    let notes = "[[instance]]\nplatform = \"autodl\"\nid = \"a1f00d2c9e\"\ngpu_model = \"RTX 4090\"\n\
+                 [[instance]]\nplatform = \"autodl\"\nid = \"b2c0ffee77\"\ngpu_model = \"RTX 4090\"\ngpu_count = 1\n";
+    let r = report(&bill.charges, may(), &config(notes), &CostOptions::default()).unwrap();
+    let b = &r.breakeven[0];
+    assert_eq!((b.platform.as_str(), b.gpu_model.as_str()), ("autodl", "RTX 4090"));
+    assert_eq!(
+        (b.monthly, b.plan_basis, b.hourly_basis),
+        (Some(dec!(1500)), Basis::Ledger, Basis::Ledger)
+    );
+    assert_eq!(b.hourly, dec!(2.58));
+    assert_eq!(b.monthly_hours, Some(dec!(1500) / dec!(2.58)));
+    assert_eq!(b.instances.len(), 1, "the plan's instance ran no hours: {:?}", b.instances);
+    assert_eq!((b.instances[0].hours, b.instances[0].plan_wins), (dec!(672), true));
+    assert_eq!(b.instances[0].on_demand, dec!(1733.76));
+}
+
+#[test]
+fn three_compute_rows_of_one_hour_count_one_hour() {
+    // Tencent prints CPU, memory and GPU as three compute rows of the same hour.
+    let focus = "BillingAccountId,BillingCurrency,BillingPeriodStart,ChargePeriodStart,ChargePeriodEnd,ChargeCategory,ChargeDescription,BilledCost,ResourceId,ServiceCategory,x_GpuCount
+acct,CNY,2024-05-01T00:00:00Z,2024-05-03T00:00:00Z,2024-05-03T01:00:00Z,Usage,CPU,0.50,ins-1,Compute,1
+acct,CNY,2024-05-01T00:00:00Z,2024-05-03T00:00:00Z,2024-05-03T01:00:00Z,Usage,内存,0.30,ins-1,Compute,1
+acct,CNY,2024-05-01T00:00:00Z,2024-05-03T00:00:00Z,2024-05-03T01:00:00Z,Usage,GPU,6.20,ins-1,Compute,1
+acct,CNY,2024-05-01T00:00:00Z,2024-05-03T00:30:00Z,2024-05-03T01:30:00Z,Usage,GPU,3.10,ins-1,Compute,1
+";
+    let charges = bills(&[("tencent.csv", focus)]);
+    let r = report(&charges, may(), &Config::default(), &CostOptions::default()).unwrap();
+    let ins = line(&r, Some("ins-1"));
+    // 00:00-01:30: the union of the spans, not four hours of rows.
+    assert_eq!((ins.compute_hours(), ins.gpu_hours()), (dec!(1.5), Some(dec!(1.5))));
+    assert_eq!(ins.per_gpu_hour_compute().unwrap(), Some(dec!(10.10) / dec!(1.5)));
+    assert_eq!(ins.usage.off_seconds, Some(0));
+}

@@ -55,6 +55,7 @@ pub const BREAKEVEN_HEADER: &[&str] = &[
     "hours",
     "on_demand",
     "cheaper",
+    "plan_basis",
 ];
 
 fn unpriced_actual(c: &Comparison) -> Result<Decimal, CliError> {
@@ -148,15 +149,28 @@ fn breakeven_rows(report: &CostReport) -> Vec<Vec<String>> {
             b.monthly_hours.map(four).unwrap_or_default(),
             b.weekly_hours.map(four).unwrap_or_default(),
         ];
+        let plan_basis = b.plan_basis.as_str().to_owned();
         if b.instances.is_empty() {
             let mut row = head.clone();
-            row.extend([String::new(), String::new(), String::new(), String::new()]);
+            row.extend([
+                String::new(),
+                String::new(),
+                String::new(),
+                String::new(),
+                plan_basis.clone(),
+            ]);
             rows.push(row);
         }
         for i in &b.instances {
             let mut row = head.clone();
             let cheaper = if i.plan_wins { "monthly plan" } else { "on demand" };
-            row.extend([i.instance.clone(), four(i.hours), cents(i.on_demand), cheaper.into()]);
+            row.extend([
+                i.instance.clone(),
+                four(i.hours),
+                cents(i.on_demand),
+                cheaper.into(),
+                plan_basis.clone(),
+            ]);
             rows.push(row);
         }
     }
@@ -206,12 +220,13 @@ pub fn breakeven_text(report: &CostReport, md: bool) -> String {
         .into_iter()
         .map(|r| {
             let basis = if r[4] == Basis::Ledger.as_str() { " (ledger)" } else { "" };
+            let plan_basis = if r[13] == Basis::Ledger.as_str() { " (ledger)" } else { "" };
             let above = if r[7].is_empty() { "-".to_owned() } else { format!("{} h/month", r[7]) };
             vec![
                 r[0].clone(),
                 r[1].clone(),
                 format!("{} {}{basis}", r[3], r[2]),
-                if r[5].is_empty() { "-".into() } else { format!("{} {}", r[5], r[2]) },
+                if r[5].is_empty() { "-".into() } else { format!("{} {}{plan_basis}", r[5], r[2]) },
                 above,
                 if r[9].is_empty() { "-".into() } else { r[9].clone() },
                 if r[10].is_empty() { "-".into() } else { r[10].clone() },

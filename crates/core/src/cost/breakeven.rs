@@ -1,12 +1,14 @@
 //! The commitment break-even: for each GPU model on a platform with an on-demand price per
-//! instance-hour (the card's, else the ledger's per GPU-hour times the card's GPUs) and a
-//! plan price (the card's), the hours a month (or a week) above which the plan is cheaper,
+//! instance-hour (the card's, else what its on-demand compute cost per instance-hour in the
+//! ledger's window) and a plan price (the card's, else the lowest the ledger shows bought for the
+//! model: W005's), the hours a month (or a week) above which the plan is cheaper,
 //! and each instance's hours of the month against it. This is the report behind W005, shown
 //! for every instance, not only those over.
 
 use rust_decimal::Decimal;
 
-use super::compare::{Basis, Rates};
+use super::compare::Basis;
+use super::rates::Rates;
 use super::{CostLine, hours};
 use crate::error::Result;
 use crate::money;
@@ -37,10 +39,12 @@ pub struct Breakeven {
     pub hourly: Decimal,
     /// Where it comes from.
     pub hourly_basis: Basis,
-    /// Monthly plan price (card).
+    /// Monthly plan price.
     pub monthly: Option<Decimal>,
-    /// Weekly plan price (card).
+    /// Weekly plan price.
     pub weekly: Option<Decimal>,
+    /// Where the plan prices come from (the card's, else the lowest bought in the ledger).
+    pub plan_basis: Basis,
     /// Hours a month above which the monthly plan wins.
     pub monthly_hours: Option<Decimal>,
     /// Hours a week above which the weekly plan wins.
@@ -53,24 +57,38 @@ pub struct Breakeven {
 pub(crate) fn breakeven(instances: &[CostLine], rates: &Rates) -> Result<Vec<Breakeven>> {
     let what = "a break-even";
     let mut out = Vec::new();
-    for ((platform, model, currency), card) in &rates.card_gpu {
-        if card.monthly.is_none() && card.weekly.is_none() {
+    let keys: std::collections::BTreeSet<&(String, String, String)> =
+        rates.card_gpu.keys().chain(rates.plans.keys()).collect();
+    for key in keys {
+        let (platform, model, currency) = key;
+        let card = rates.card_gpu.get(key);
+        let seen = rates.plans.get(key).copied().unwrap_or_default();
+        let pick = |card: Option<Decimal>, seen: Option<Decimal>| match (card, seen) {
+            (Some(c), _) => Some((c, Basis::Card)),
+            (None, Some(s)) => Some((s, Basis::Ledger)),
+            (None, None) => None,
+        };
+        let monthly = pick(card.and_then(|c| c.monthly), seen.0);
+        let weekly = pick(card.and_then(|c| c.weekly), seen.1);
+        if monthly.is_none() && weekly.is_none() {
             continue;
         }
-        let key = (platform.clone(), model.clone(), currency.clone());
-        let (hourly, basis) = match (card.hourly, rates.gpu_rate(Basis::Ledger, &key)?) {
+        let (hourly, basis) = match (card.and_then(|c| c.hourly), rates.on_demand.get(key)) {
             (Some(h), _) => (h, Basis::Card),
-            (None, Some((per_gpu_hour, _))) => {
-                (money::mul(per_gpu_hour, Decimal::from(card.gpus), what)?, Basis::Ledger)
+            (None, Some(&(paid, hours))) if !hours.is_zero() => {
+                (money::div(paid, hours, what)?, Basis::Ledger)
             }
-            (None, None) => continue,
+            _ => continue,
         };
+        let (monthly, plan_basis) =
+            (monthly.map(|m| m.0), monthly.or(weekly).map_or(Basis::Card, |p| p.1));
+        let weekly = weekly.map(|w| w.0);
         if hourly <= Decimal::ZERO {
             continue;
         }
         let hours_for =
             |plan: Option<Decimal>| plan.map(|p| money::div(p, hourly, what)).transpose();
-        let (monthly_hours, weekly_hours) = (hours_for(card.monthly)?, hours_for(card.weekly)?);
+        let (monthly_hours, weekly_hours) = (hours_for(monthly)?, hours_for(weekly)?);
         let mut list = Vec::new();
         for line in instances.iter().filter(|l| {
             l.attached
@@ -94,8 +112,9 @@ pub(crate) fn breakeven(instances: &[CostLine], rates: &Rates) -> Result<Vec<Bre
             currency: currency.clone(),
             hourly,
             hourly_basis: basis,
-            monthly: card.monthly,
-            weekly: card.weekly,
+            monthly,
+            weekly,
+            plan_basis,
             monthly_hours,
             weekly_hours,
             instances: list,

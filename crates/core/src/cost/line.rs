@@ -99,6 +99,10 @@ pub struct Usage {
     pub quantities: BTreeMap<Measure, OnOff>,
     /// Money of attached charges whose usage the bill does not state, by category.
     pub unmeasured: Components,
+    /// Money of on-demand compute usage (what a plan would replace).
+    pub on_demand: Decimal,
+    /// Seconds of on-demand compute (the union of its spans).
+    pub on_demand_seconds: i64,
 }
 
 impl Usage {
@@ -107,6 +111,8 @@ impl Usage {
         self.gpu_seconds = self.gpu_seconds.zip(other.gpu_seconds).map(|(a, b)| a + b);
         self.on_seconds += other.on_seconds;
         self.off_seconds = self.off_seconds.zip(other.off_seconds).map(|(a, b)| a + b);
+        self.on_demand = money::add(self.on_demand, other.on_demand, "a line's on-demand cost")?;
+        self.on_demand_seconds += other.on_demand_seconds;
         for (m, q) in &other.quantities {
             self.add_quantity(*m, *q)?;
         }

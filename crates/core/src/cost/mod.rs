@@ -34,6 +34,7 @@
 mod breakeven;
 pub mod compare;
 mod line;
+mod rates;
 mod usage;
 
 use std::collections::{BTreeMap, HashMap};
@@ -167,7 +168,7 @@ pub fn report_rows(
             .into_iter()
             .partition(|l| l.month == month);
     let lines = group(&instances, &options.by)?;
-    let rates = compare::Rates::of(&instances, &others, window, config, options.compare)?;
+    let rates = rates::Rates::of(&instances, &others, window, config, options.compare)?;
     let breakeven = breakeven::breakeven(&instances, &rates)?;
     let comparisons = if options.compare { compare::compare(&lines, &rates)? } else { Vec::new() };
     Ok(CostReport { month, lines, instances, comparisons, breakeven })
@@ -179,6 +180,8 @@ struct Acc<'w> {
     cost: Components,
     charges: u64,
     spans: Vec<Span>,
+    on_demand_spans: Vec<Span>,
+    on_demand: Decimal,
     instants: bool,
     gpu_count: Option<u16>,
     gpu_model: Option<Sym>,
@@ -235,6 +238,13 @@ fn instance_lines(
                     acc.spans.push((r.charge_start, r.charge_end));
                 } else {
                     acc.instants = true;
+                }
+                if r.kind == Kind::Usage && r.pricing == crate::charge::Pricing::OnDemand {
+                    acc.on_demand =
+                        money::add(acc.on_demand, r.billed_cost, "a line's on-demand cost")?;
+                    if r.charge_end > r.charge_start {
+                        acc.on_demand_spans.push((r.charge_start, r.charge_end));
+                    }
                 }
             }
             acc.gpu_count = acc.gpu_count.or(r.gpu_count);
@@ -307,8 +317,18 @@ fn usage_of(
     let on_seconds = covered_seconds(life, &timeline.covered);
     let knows_off = attached && (timeline.knows_off() || !acc.instants);
     let off_seconds = knows_off.then(|| seconds(life) - on_seconds);
-    let mut usage =
-        Usage { compute_seconds, gpu_seconds, on_seconds, off_seconds, ..Usage::default() };
+    let mut on_demand_spans = acc.on_demand_spans.clone();
+    on_demand_spans.sort();
+    let on_demand_seconds = merged(on_demand_spans).iter().map(|&s| seconds(s)).sum();
+    let mut usage = Usage {
+        compute_seconds,
+        gpu_seconds,
+        on_seconds,
+        off_seconds,
+        on_demand: acc.on_demand,
+        on_demand_seconds,
+        ..Usage::default()
+    };
     for r in &acc.attached {
         let span_seconds = (r.charge_end - r.charge_start).num_seconds();
         let measured =
