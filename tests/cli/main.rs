@@ -4,6 +4,7 @@
 
 mod cost;
 mod delivery;
+mod export;
 mod snapshots;
 mod third_month;
 mod trust;

@@ -60,6 +60,8 @@ enum Command {
     Reconcile(cmd::reconcile::ReconcileArgs),
     /// What the work cost, all in, per GPU-hour, and on the other platforms.
     Cost(cmd::cost::CostArgs),
+    /// Write the ledger as FOCUS 1.2 (CSV or Parquet).
+    Export(cmd::export::ExportArgs),
     /// Show the configuration in force, or every default.
     Config(cmd::config::ConfigArgs),
     /// List the bill formats gpuaudit reads.
@@ -103,6 +105,7 @@ fn main() -> ExitCode {
         Command::Config(args) => cmd::config::run(&config, args),
         Command::Reconcile(args) => cmd::reconcile::run(&store, &config, &profiles, args),
         Command::Cost(args) => cmd::cost::run(&store, &config, &profiles, args),
+        Command::Export(args) => cmd::export::run(&store, args),
         Command::Import(args) => cmd::import::run(&store, &config, &profiles, args),
         Command::Ledger(args) => cmd::ledger::run(&store, args),
         Command::Summary(args) => cmd::summary::run(&store, args),

@@ -136,6 +136,9 @@ pub enum RowProblem {
     /// The cell is not a GPU count.
     #[error("is not a GPU count")]
     NotGpuCount,
+    /// The cell is not a platform name.
+    #[error("{0:?} is not a platform name (1 to 40 lower-case letters, digits, '-' or '_')")]
+    NotPlatform(String),
     /// The income/expense cell holds neither of the profile's two words.
     #[error("{text:?} is neither {} nor {}", words[0], words[1])]
     NotDirection {

@@ -29,6 +29,7 @@ pub mod config;
 pub mod cost;
 mod direct;
 mod error;
+pub mod export;
 pub mod ids;
 pub mod import;
 #[cfg(feature = "store")]

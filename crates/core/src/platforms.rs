@@ -12,6 +12,7 @@
 //! it, never on import.
 
 use std::collections::BTreeMap;
+use std::sync::Mutex;
 
 use chrono_tz::Tz;
 
@@ -73,4 +74,31 @@ impl Platforms {
     pub fn unit_price_of(&self, platform: &str) -> UnitPriceOf {
         self.unit_price_of.get(platform).copied().unwrap_or_default()
     }
+}
+
+/// The most platform names a process keeps ([`kept_name`]).
+pub const MAX_PLATFORM_NAMES: usize = 256;
+
+/// Platform names kept for the life of the process: the profiles' (static already) and those
+/// bills give their rows.
+static KEPT: Mutex<Vec<&'static str>> = Mutex::new(Vec::new());
+
+/// `name` as a text that lives as long as the process (the import keeps a charge's platform
+/// so, as it keeps a profile's name), or `None` once [`MAX_PLATFORM_NAMES`] names are kept: a
+/// bill naming a platform per row cannot take the memory. The parser refuses a row whose
+/// platform cannot be kept.
+pub fn kept_name(name: &str) -> Option<&'static str> {
+    if let Some(p) = crate::import::profiles().iter().find(|p| p.platform() == name) {
+        return Some(p.platform());
+    }
+    let mut kept = KEPT.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+    if let Some(&k) = kept.iter().find(|k| **k == name) {
+        return Some(k);
+    }
+    if kept.len() >= MAX_PLATFORM_NAMES {
+        return None;
+    }
+    let leaked: &'static str = Box::leak(name.to_owned().into_boxed_str());
+    kept.push(leaked);
+    Some(leaked)
 }

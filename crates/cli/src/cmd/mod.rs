@@ -3,6 +3,7 @@
 pub mod config;
 pub mod cost;
 pub mod cost_more;
+pub mod export;
 pub mod formats;
 pub mod import;
 pub mod ledger;

@@ -170,8 +170,9 @@ enum Outcome {
 struct Slot<B> {
     records: RecordBatch,
     outcomes: Vec<Outcome>,
-    /// The currencies of the batch's charges, in order of appearance.
-    currencies: Vec<String>,
+    /// The (platform, currency) groups of the batch's charges, in order of appearance: the
+    /// platform is the profile's, or the one a row names (gpuaudit's own FOCUS export).
+    currencies: Vec<(&'static str, String)>,
     /// The batch's charges in the sink's form, sealed on the parsing thread.
     batch: Option<Result<B>>,
 }
@@ -276,10 +277,13 @@ impl<'s, S: Sink> Outcomes<'s, S> {
     fn charge(&mut self, parsed: &Parsed) -> Outcome {
         let c = &parsed.charge;
         let currencies = &mut self.slot.currencies;
-        let currency = match currencies.iter().rposition(|cur| *cur == c.currency) {
+        let found = currencies.iter().rposition(|(p, cur)| *cur == c.currency && *p == c.platform);
+        let currency = match found {
             Some(i) => i,
             None => {
-                currencies.push(c.currency.clone());
+                // The parser let only a platform name it could keep through (a few).
+                let platform = crate::platforms::kept_name(&c.platform).unwrap_or("");
+                currencies.push((platform, c.currency.clone()));
                 currencies.len() - 1
             }
         };
@@ -303,7 +307,7 @@ impl<'s, S: Sink> Outcomes<'s, S> {
 
 /// What the calling thread counted while handing charges to the sink.
 struct Tally {
-    /// The profile's name, the platform of every charge.
+    /// The profile's name, the platform of its charges (unless a row names its own).
     platform: &'static str,
     charges: u64,
     rejected: u64,
@@ -360,12 +364,12 @@ impl Tally {
             match outcome {
                 Outcome::Charge(seed, row) => {
                     let currency = row.currency as usize;
+                    let platform = slot.currencies.get(currency).map_or(self.platform, |g| g.0);
                     if month != Some(row.billing_period) {
                         month = Some(row.billing_period);
                         self.months.insert(row.billing_period);
                     }
-                    let facts =
-                        Facts { platform: self.platform, billing_period: row.billing_period };
+                    let facts = Facts { platform, billing_period: row.billing_period };
                     let new = self.charge(seed, facts, sink)?;
                     if row.spend {
                         spend.add(currency, row.category, new, row.billed_cost)?;
@@ -378,9 +382,9 @@ impl Tally {
                 Outcome::Nothing => {}
             }
         }
-        for (n, currency) in slot.currencies.iter().enumerate() {
+        for (n, (platform, currency)) in slot.currencies.iter().enumerate() {
             for (category, billed, charges) in spend.new_of(n) {
-                let platform = self.platform;
+                let platform = *platform;
                 sink.spent(Spend { platform, category, currency, billed, charges })?;
             }
             let Some(amount) = spend.total_of(n)? else { continue };

@@ -49,6 +49,7 @@
 
 mod cases;
 mod columns;
+mod export;
 mod manifest;
 mod part;
 mod query;
@@ -65,6 +66,7 @@ use std::path::{Path, PathBuf};
 use chrono::Utc;
 use rust_decimal::Decimal;
 
+pub use export::ExportFormat;
 pub use manifest::{Batch, Manifest, PartFile, SourceFile, Spend};
 pub use query::Overview;
 pub use repair::{Problem, Verified};

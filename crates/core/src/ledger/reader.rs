@@ -76,7 +76,7 @@ impl Store {
 
     /// The part files of `manifest` that `filter` reads, with their batches, in batch and
     /// file order; and how many charges they hold.
-    fn parts_of<'m>(
+    pub(super) fn parts_of<'m>(
         &self,
         manifest: &'m Manifest,
         filter: &LoadFilter,
@@ -129,7 +129,7 @@ const READERS: usize = 4;
 /// charges is most of a load, and each is independent), handing each part's charges to
 /// `take` in the order of `parts`. The first part that cannot be read is the error, naming
 /// its batch.
-fn read_parts_in_order<T: Send>(
+pub(super) fn read_parts_in_order<T: Send>(
     parts: &[(&str, std::path::PathBuf)],
     columns: Option<&[&str]>,
     decode: impl Fn(&polars::prelude::DataFrame) -> std::result::Result<T, String> + Sync,

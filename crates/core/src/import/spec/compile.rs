@@ -28,6 +28,8 @@ pub(super) struct Fields {
     pub(super) currency: Option<usize>,
     pub(super) balance_after: Option<usize>,
     pub(super) gpu_count: Option<usize>,
+    pub(super) gpu_model: Option<usize>,
+    pub(super) platform: Option<usize>,
     pub(super) native_id: Vec<usize>,
     pub(super) period_time: Option<usize>,
 }
@@ -141,6 +143,8 @@ fn fields(spec: &ProfileSpec, keys: &Keys<'_>) -> Result<Fields> {
         currency: keys.opt("currency"),
         balance_after: keys.opt("balance_after"),
         gpu_count: keys.opt("gpu_count"),
+        gpu_model: keys.opt("gpu_model"),
+        platform: keys.opt("platform"),
         native_id: keys.cols(&spec.native_id.as_ref().map(OneOrMany::keys).unwrap_or_default())?,
         period_time: spec.period.time_column.as_deref().map(|c| keys.col(c)).transpose()?,
     })

@@ -25,6 +25,7 @@
 //! which lets every profile, built-in or not, be a `&'static Profile`.
 
 mod compile;
+mod fields;
 mod parser;
 mod registry;
 mod schema;

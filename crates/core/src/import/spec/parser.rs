@@ -15,6 +15,8 @@ use crate::error::{Result, RowError, RowProblem};
 use crate::import::row::Row;
 use crate::parse::NumberFormat;
 
+use super::fields::{find_instance, gpu_count, gpu_model, is_platform_name, resource_of};
+
 /// A charge read from a row, with the row's native id when the format has one.
 #[derive(Debug, Clone)]
 pub struct Parsed {
@@ -45,7 +47,7 @@ pub(super) struct Facts<'r> {
 }
 
 impl Facts<'_> {
-    fn text(&self, i: usize) -> &str {
+    pub(super) fn text(&self, i: usize) -> &str {
         self.texts[i].as_deref().unwrap_or("")
     }
 
@@ -196,60 +198,6 @@ fn direction(
         None if billed.is_sign_negative() => Direction::Expense,
         None => Direction::Income,
     }))
-}
-
-/// The instance (`[[instance]]`): the first capture of the first regex of the category that
-/// matches its column.
-fn find_instance<'t>(
-    p: &Profile,
-    locations: &mut [regex::CaptureLocations],
-    texts: &'t [Option<Cow<'_, str>>],
-    category: Category,
-) -> Option<&'t str> {
-    p.instance.iter().zip(locations.iter_mut()).find_map(|((cats, c, re), at)| {
-        if !cats.is_empty() && !cats.contains(&category) {
-            return None;
-        }
-        let text = texts[*c].as_deref()?;
-        re.captures_read(at, text)?;
-        at.get(1).map(|(from, to)| &text[from..to])
-    })
-}
-
-/// The resource (`[[resource]]`): a column or a template of the instance, by category; else
-/// the `resource_id` column.
-fn resource_of<'t>(
-    p: &Profile,
-    texts: &'t [Option<Cow<'_, str>>],
-    category: Category,
-    instance: Option<&str>,
-) -> Option<Cow<'t, str>> {
-    match p.resource.iter().find(|(cats, _)| cats.is_empty() || cats.contains(&category)) {
-        Some((_, ResourceSource::Column(c))) => texts[*c].as_deref().map(Cow::Borrowed),
-        Some((_, ResourceSource::Template(t))) => {
-            instance.map(|i| Cow::Owned(t.replace("{instance}", i)))
-        }
-        None => p.resource_column.and_then(|c| texts[c].as_deref()).map(Cow::Borrowed),
-    }
-}
-
-/// The GPU model of a compute row and the count its entry gives (`[[gpu_models]]`): by the
-/// prefix of a column, the first entry that matches.
-fn gpu_model<'p>(
-    p: &'p Profile,
-    facts: &Facts<'_>,
-    category: Category,
-) -> Option<(&'p str, Option<u16>)> {
-    if category != Category::Compute {
-        return None;
-    }
-    p.gpu_models
-        .iter()
-        .find(|(c, prefix, _, _)| {
-            let text = facts.text(*c).as_bytes();
-            text.get(..prefix.len()).is_some_and(|t| t.eq_ignore_ascii_case(prefix.as_bytes()))
-        })
-        .map(|(_, _, m, n)| (m.as_str(), *n))
 }
 
 /// A row's start, end, and for a row kept until the file is read (its span is since the
@@ -444,7 +392,7 @@ impl Parser<'_> {
 }
 
 /// The amount in column `i`, read with the profile's number format; `None` when empty.
-fn amount_at(
+pub(super) fn amount_at(
     row: &Row<'_>,
     texts: &[Option<Cow<'_, str>>],
     i: usize,
@@ -478,21 +426,6 @@ fn money(
         None => billed,
     };
     Ok((billed, list, direction))
-}
-
-/// The GPU count in column `i` (its whole part), if the profile has one.
-fn gpu_count(
-    row: &Row<'_>,
-    texts: &[Option<Cow<'_, str>>],
-    i: Option<usize>,
-    numbers: NumberFormat,
-) -> Result<Option<u16>, RowError> {
-    let Some(i) = i else { return Ok(None) };
-    amount_at(row, texts, i, numbers)?
-        .map(|n| {
-            u16::try_from(n.trunc().mantissa()).map_err(|_| row.error(i, RowProblem::NotGpuCount))
-        })
-        .transpose()
 }
 
 impl Parser<'_> {
@@ -531,10 +464,22 @@ impl Parser<'_> {
         let gpu_count = gpu_count(row, &facts.texts, f.gpu_count, numbers)?.or(gpus.flatten());
         let item = p.item.iter().find_map(|&i| facts.texts[i].as_deref()).unwrap_or("");
         let text = |i: Option<usize>| i.and_then(|i| facts.texts[i].as_deref());
+        // A platform or GPU model the row names itself (gpuaudit's own FOCUS export).
+        let platform = match text(f.platform) {
+            Some(name) if is_platform_name(name) && crate::platforms::kept_name(name).is_some() => {
+                name
+            }
+            Some(name) => {
+                let i = f.platform.unwrap_or_default();
+                return Err(row.error(i, RowProblem::NotPlatform(name.to_owned())));
+            }
+            None => p.platform,
+        };
+        let gpu_model = text(f.gpu_model).filter(|_| category == Category::Compute).or(gpu_model);
         let file = self.file.get_or_insert_with(|| row.path().display().to_string());
         let parsed = out.get_or_insert_with(Parsed::blank);
         let c = &mut parsed.charge;
-        set(&mut c.platform, p.platform);
+        set(&mut c.platform, platform);
         set_opt(&mut c.account, text(f.account));
         c.billing_period = billing_period;
         c.charge_start = start;
