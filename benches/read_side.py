@@ -18,6 +18,7 @@ time and the peak RSS of:
   - `waste --month 2024-05` and `reconcile --month 2024-05`, against DuckDB reading the same
     columns of the same window (`count(DISTINCT resource_id), sum(billed_cost), min(charge_start),
     max(charge_end)` over the months each reads);
+  - `export --focus` to CSV and to Parquet (the whole ledger; compare with the import's time);
   - `cost --month 2024-05` (the month) and with `--compare` (the year up to it: April and May
     here), against DuckDB reading the same columns of the months each reads.
 Needs `pip install duckdb` and /usr/bin/time."""
@@ -143,6 +144,8 @@ for millions in SIZES:
              DUCK_WINDOW.format(parts=parts, months="'2024-05'"), None),
             ("cost --month 2024-05 --compare", ["cost", "--month", "2024-05", "--compare", "--format", "csv"],
              DUCK_WINDOW.format(parts=parts, months="'2024-04','2024-05'"), None),
+            ("export --focus -o .csv", ["export", "--focus", "-o", os.path.join(tmp, "focus.csv")], None, None),
+            ("export --focus -o .parquet", ["export", "--focus", "-o", os.path.join(tmp, "focus.parquet")], None, None),
         ]
         for name, args, sql, keys in questions:
             ours, theirs = [], []

@@ -153,3 +153,12 @@ fn a_bad_rate_card_is_refused_naming_gpuaudit_toml_and_the_key() {
         refused("[[rate]]\nplatform = \"elsewhere\"\ngpu_model = \"A100\"\non_demand_hourly = 9\n");
     assert!(unknown.contains("rate[1].currency: missing"), "{unknown}");
 }
+
+#[test]
+fn a_rate_card_figure_beyond_a_bill_s_bounds_is_refused() {
+    let rate = "[[rate]]\nplatform = \"autodl\"\ngpu_model = \"RTX 4090\"\n";
+    let err = refused(&format!("{rate}monthly = \"0.000000000000001\"\n"));
+    assert!(err.contains("\"0.000000000000001\" has more than 12 decimals"), "{err}");
+    let err = refused(&format!("{rate}monthly = \"1000000000000000\"\n"));
+    assert!(err.contains("is 10^15 or more"), "{err}");
+}

@@ -221,14 +221,15 @@ fn the_usage_priced_elsewhere_by_the_ledger_and_by_the_card_with_the_unpriced_re
     let a = find("ab12cd34ef", "gpushare", Basis::Ledger);
     let gpu_hours = Decimal::from(2 * (2 * 3600 + 20 * 60 + 16)) / Decimal::from(3600);
     assert_eq!(a.figures[0].rate, dec!(7.14) / dec!(3));
-    assert_eq!(a.priced.compute, gpu_hours * (dec!(7.14) / dec!(3)));
+    // Priced figures are kept to 12 decimals.
+    assert_eq!(a.priced.compute, (gpu_hours * (dec!(7.14) / dec!(3))).round_dp(12));
     assert!(a.figures[0].whence.contains("2024-05"), "{:?}", a.figures[0]);
     // The card: gpushare keeps nothing billing while off, so only the disk's usage while on.
     let card = find("ab12cd34ef", "gpushare", Basis::Card);
     assert!(card.unpriced.iter().any(|u| u.actual == dec!(5.09)), "no card GPU rate: {card:#?}");
     let disk = r.instances.iter().find(|l| l.instance.as_deref() == Some("ab12cd34ef")).unwrap();
     let on = disk.usage.quantities[&Measure::DataDiskGbDays].on;
-    assert_eq!(card.priced.data_disk, on * dec!(0.0096));
+    assert_eq!(card.priced.data_disk, (on * dec!(0.0096)).round_dp(12));
     assert_eq!(card.comparable, dec!(1.60), "only the priced part is compared");
     // gpushare's instance priced on AutoDL by the card: 3 GPU-hours at 2.18; its storage has
     // no AutoDL card rate: unpriced with its 0.96, never zero.

@@ -4,6 +4,7 @@
 //! [`Config::defaults_toml`] prints them all. Money and thresholds are read into `Decimal`:
 //! write them as strings (`"1.00"`) or as TOML numbers, which are read through their shortest
 //! decimal text (what you typed, for up to 15 significant digits), never used as floats.
+//! A figure has at most 12 decimals and is below 10^15, as a bill's must be.
 
 use std::path::{Path, PathBuf};
 
@@ -181,7 +182,18 @@ fn to_decimal<E: serde::de::Error>(n: Number) -> Result<Decimal, E> {
         Number::Int(i) => i.to_string(),
         Number::Float(f) => f.to_string(),
     };
-    text.trim().parse::<Decimal>().map_err(|_| E::custom(format!("{text:?} is not a number")))
+    let d = text
+        .trim()
+        .parse::<Decimal>()
+        .map_err(|_| E::custom(format!("{text:?} is not a number")))?;
+    // The bounds of a bill's figures: what the sums of money are exact for.
+    if d.normalize().scale() > crate::MAX_SCALE {
+        return Err(E::custom(format!("{text:?} has more than {} decimals", crate::MAX_SCALE)));
+    }
+    if d.abs() >= crate::MAX_AMOUNT {
+        return Err(E::custom(format!("{text:?} is 10^15 or more")));
+    }
+    Ok(d)
 }
 
 fn decimal<'de, D: Deserializer<'de>>(d: D) -> Result<Decimal, D::Error> {

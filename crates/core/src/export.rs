@@ -58,6 +58,93 @@ pub enum Value<'a> {
     Int(i64),
 }
 
+/// A charge as the export reads it: every field borrowed (from a [`Charge`], or from the
+/// columns of a ledger part file, so that streaming a ledger out allocates no text per
+/// charge).
+#[derive(Debug, Clone, Copy)]
+pub struct ChargeRef<'a> {
+    /// The charge id, as its 32 hex digits.
+    pub id: &'a str,
+    /// Platform.
+    pub platform: &'a str,
+    /// Billing account.
+    pub account: Option<&'a str>,
+    /// Billing period.
+    pub billing_period: YearMonth,
+    /// Start (UTC, inclusive).
+    pub charge_start: DateTime<Utc>,
+    /// End (UTC, exclusive).
+    pub charge_end: DateTime<Utc>,
+    /// Resource.
+    pub resource_id: Option<&'a str>,
+    /// Its name.
+    pub resource_name: Option<&'a str>,
+    /// Instance.
+    pub instance_id: Option<&'a str>,
+    /// Region.
+    pub region: Option<&'a str>,
+    /// Category.
+    pub category: Category,
+    /// Kind.
+    pub kind: Kind,
+    /// Pricing.
+    pub pricing: Pricing,
+    /// GPU model.
+    pub gpu_model: Option<&'a str>,
+    /// GPU count.
+    pub gpu_count: Option<u16>,
+    /// Quantity.
+    pub quantity: Option<Decimal>,
+    /// Unit.
+    pub unit: Option<&'a str>,
+    /// Unit price.
+    pub unit_price: Option<Decimal>,
+    /// List cost.
+    pub list_cost: Option<Decimal>,
+    /// Billed cost.
+    pub billed_cost: Decimal,
+    /// Currency.
+    pub currency: &'a str,
+    /// Source file.
+    pub file: &'a str,
+    /// Its line.
+    pub line: u64,
+    /// The bill's words for the item.
+    pub item: &'a str,
+}
+
+impl<'a> ChargeRef<'a> {
+    /// The view of a charge; `id` holds its id's text ([`crate::ChargeId`]'s hex digits).
+    pub fn of(c: &'a Charge, id: &'a str) -> Self {
+        ChargeRef {
+            id,
+            platform: &c.platform,
+            account: c.account.as_deref(),
+            billing_period: c.billing_period,
+            charge_start: c.charge_start,
+            charge_end: c.charge_end,
+            resource_id: c.resource_id.as_deref(),
+            resource_name: c.resource_name.as_deref(),
+            instance_id: c.instance_id.as_deref(),
+            region: c.region.as_deref(),
+            category: c.category,
+            kind: c.kind,
+            pricing: c.pricing,
+            gpu_model: c.gpu_model.as_deref(),
+            gpu_count: c.gpu_count,
+            quantity: c.quantity,
+            unit: c.unit.as_deref(),
+            unit_price: c.unit_price,
+            list_cost: c.list_cost,
+            billed_cost: c.billed_cost,
+            currency: &c.currency,
+            file: &c.origin.file,
+            line: c.origin.line,
+            item: &c.origin.item,
+        }
+    }
+}
+
 /// What a column holds (its Parquet type).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ColumnType {
@@ -78,11 +165,11 @@ pub struct FocusColumn {
     /// What it holds.
     pub type_: ColumnType,
     /// Its value for a charge.
-    pub value: for<'c> fn(&'c Charge) -> Value<'c>,
+    pub value: for<'c> fn(&ChargeRef<'c>) -> Value<'c>,
 }
 
 /// Whether a charge is exported (every one but payments).
-pub fn is_exported(c: &Charge) -> bool {
+pub fn is_exported(c: &ChargeRef<'_>) -> bool {
     c.kind != Kind::Payment
 }
 
@@ -208,12 +295,12 @@ fn size_unit(u: &str) -> Option<&'static str> {
     })
 }
 
-fn account(c: &Charge) -> Value<'_> {
-    text(c.account.as_deref().unwrap_or_else(|| provider_name(&c.platform)))
+fn account<'c>(c: &ChargeRef<'c>) -> Value<'c> {
+    text(c.account.unwrap_or_else(|| provider_name(c.platform)))
 }
 
-fn provider(c: &Charge) -> Value<'_> {
-    text(provider_name(&c.platform))
+fn provider<'c>(c: &ChargeRef<'c>) -> Value<'c> {
+    text(provider_name(c.platform))
 }
 
 macro_rules! columns {
@@ -229,12 +316,12 @@ columns! {
     "BilledCost": Decimal = |c| Value::Decimal(c.billed_cost);
     "BillingAccountId": Text = account;
     "BillingAccountName": Text = account;
-    "BillingCurrency": Text = |c| text(&c.currency);
+    "BillingCurrency": Text = |c| text(c.currency);
     "BillingPeriodEnd": Time = |c| Value::Time(month_start(c.billing_period.next()));
     "BillingPeriodStart": Time = |c| Value::Time(month_start(c.billing_period));
     "ChargeCategory": Text = |c| text(charge_category(c.kind));
     "ChargeClass": Text = |_| Value::Null;
-    "ChargeDescription": Text = |c| text(if c.origin.item.is_empty() { service(c.category).2 } else { &c.origin.item });
+    "ChargeDescription": Text = |c| text(if c.item.is_empty() { service(c.category).2 } else { c.item });
     "ChargeFrequency": Text = |c| text(if c.kind == Kind::Purchase { "One-Time" } else { "Usage-Based" });
     "ChargePeriodEnd": Time = |c| Value::Time(c.charge_end.max(c.charge_start));
     "ChargePeriodStart": Time = |c| Value::Time(c.charge_start);
@@ -246,7 +333,7 @@ columns! {
     "ListUnitPrice": Decimal = |c| dec(c.unit_price);
     "PricingCategory": Text = |c| pricing_category(c.pricing);
     "PricingQuantity": Decimal = |c| if c.kind == Kind::Tax { Value::Null } else { dec(c.quantity) };
-    "PricingUnit": Text = |c| match (c.unit.as_deref(), c.quantity) {
+    "PricingUnit": Text = |c| match (c.unit, c.quantity) {
         _ if c.kind == Kind::Tax => Value::Null,
         (_, None) => Value::Null,
         (Some(u), Some(_)) => text(focus_unit(u)),
@@ -254,23 +341,23 @@ columns! {
     };
     "ProviderName": Text = provider;
     "PublisherName": Text = provider;
-    "RegionId": Text = |c| opt(c.region.as_deref());
-    "RegionName": Text = |c| opt(c.region.as_deref());
-    "ResourceId": Text = |c| opt(c.resource_id.as_deref());
-    "ResourceName": Text = |c| opt(c.resource_name.as_deref());
+    "RegionId": Text = |c| opt(c.region);
+    "RegionName": Text = |c| opt(c.region);
+    "ResourceId": Text = |c| opt(c.resource_id);
+    "ResourceName": Text = |c| opt(c.resource_name);
     "ServiceCategory": Text = |c| text(service(c.category).0);
     "ServiceName": Text = |c| text(service(c.category).2);
     "ServiceSubcategory": Text = |c| text(service(c.category).1);
     "x_Category": Text = |c| text(c.category.as_str());
-    "x_InstanceId": Text = |c| opt(c.instance_id.as_deref());
-    "x_GpuModel": Text = |c| opt(c.gpu_model.as_deref());
+    "x_InstanceId": Text = |c| opt(c.instance_id);
+    "x_GpuModel": Text = |c| opt(c.gpu_model);
     "x_GpuCount": Int = |c| c.gpu_count.map_or(Value::Null, |n| Value::Int(i64::from(n)));
-    "x_ChargeId": Text = |c| Value::Text(Cow::Owned(c.id.to_string()));
-    "x_SourceFile": Text = |c| text(&c.origin.file);
-    "x_SourceLine": Int = |c| Value::Int(i64::try_from(c.origin.line).unwrap_or(i64::MAX));
-    "x_Platform": Text = |c| text(&c.platform);
+    "x_ChargeId": Text = |c| text(c.id);
+    "x_SourceFile": Text = |c| text(c.file);
+    "x_SourceLine": Int = |c| Value::Int(i64::try_from(c.line).unwrap_or(i64::MAX));
+    "x_Platform": Text = |c| text(c.platform);
     "x_Pricing": Text = |c| text(c.pricing.as_str());
-    "x_Unit": Text = |c| opt(c.unit.as_deref());
+    "x_Unit": Text = |c| opt(c.unit);
 }
 
 /// A value as a CSV cell: decimals plain and exact (no exponent, no trailing zeros but one

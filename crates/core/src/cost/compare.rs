@@ -111,7 +111,7 @@ pub struct Comparison {
 impl Comparison {
     /// The priced part on the target, all in.
     pub fn priced_total(&self) -> Result<Decimal> {
-        self.priced.total()
+        self.priced.total_of("a comparison's priced total")
     }
 
     /// `comparable − priced`: what the target would have saved (negative: cost more).
@@ -171,7 +171,9 @@ fn price(source: &CostLine, target: &str, basis: Basis, rates: &Rates) -> Result
         let quantity = if off_billed { money::add(q.on, q.off, what)? } else { q.on };
         match rates.measure_rate(basis, &(target.to_owned(), m, currency.clone()))? {
             Some((rate, whence)) => {
-                let amount = money::mul(quantity, rate, what)?;
+                // Priced figures are estimates: kept to the ledger's 12 decimals, so that
+                // their sums stay exact.
+                let amount = money::mul(quantity, rate, what)?.round_dp(crate::MAX_SCALE);
                 c.priced.add(category, amount)?;
                 c.comparable = money::add(c.comparable, paid, what)?;
                 c.figures.push(Priced {
@@ -219,7 +221,7 @@ fn price_compute(c: &mut Comparison, source: &CostLine, rates: &Rates) -> Result
     match (source.gpu_hours(), rate) {
         (Some(h), _) if h.is_zero() && compute.is_zero() => {}
         (Some(h), Some((rate, whence))) => {
-            let amount = money::mul(h, rate, what)?;
+            let amount = money::mul(h, rate, what)?.round_dp(crate::MAX_SCALE);
             c.priced.compute = amount;
             c.comparable = money::add(c.comparable, compute, what)?;
             let figure = Priced {

@@ -62,6 +62,11 @@ impl Components {
 
     /// The sum of every component.
     pub fn total(&self) -> Result<Decimal> {
+        self.total_of("a line's all-in cost")
+    }
+
+    /// [`Components::total`], `what` naming the total in an error.
+    pub(super) fn total_of(&self, what: &str) -> Result<Decimal> {
         let parts = [
             self.compute,
             self.system_disk,
@@ -71,7 +76,7 @@ impl Components {
             self.traffic,
             self.other,
         ];
-        money::sum(parts, "a line's all-in cost")
+        money::sum(parts, what)
     }
 }
 

@@ -421,6 +421,65 @@ pub fn from_frame(df: &DataFrame) -> Result<Vec<Charge>, String> {
         .collect()
 }
 
+/// The charges of a part file's frame as borrowed views ([`crate::export::ChargeRef`]),
+/// handed to `f`: what the export streams, without a text allocated per charge.
+pub(crate) fn refs_from_frame<T>(
+    df: &DataFrame,
+    f: impl FnOnce(&[crate::export::ChargeRef<'_>]) -> T,
+) -> Result<T, String> {
+    let r = Read::new(df)?;
+    let (ids, platform, account) = (r.text("id")?, r.text("platform")?, r.text("account")?);
+    let period = r.text("billing_period")?;
+    let (start, end) = (r.time("charge_start")?, r.time("charge_end")?);
+    let (resource_id, resource_name) = (r.text("resource_id")?, r.text("resource_name")?);
+    let (instance_id, region) = (r.text("instance_id")?, r.text("region")?);
+    let (category, kind, pricing) = (r.text("category")?, r.text("kind")?, r.text("pricing")?);
+    let (gpu_model, gpu_count) = (r.text("gpu_model")?, r.int("gpu_count")?);
+    let (quantity, unit, unit_price) =
+        (r.decimal("quantity")?, r.text("unit")?, r.decimal("unit_price")?);
+    let (list_cost, billed_cost) = (r.decimal("list_cost")?, r.decimal("billed_cost")?);
+    let currency = r.text("currency")?;
+    let (file, line, item) =
+        (r.text("source_file")?, r.int("source_line")?, r.text("source_item")?);
+    let mut months: Option<(&str, crate::charge::YearMonth)> = None;
+    let refs = (0..df.height())
+        .map(|i| {
+            let text = required(period[i], "billing_period")?;
+            let billing_period = match months {
+                Some((t, m)) if t == text => m,
+                _ => months.insert((text, text.parse()?)).1,
+            };
+            Ok(crate::export::ChargeRef {
+                id: required(ids[i], "id")?,
+                platform: required(platform[i], "platform")?,
+                account: account[i],
+                billing_period,
+                charge_start: start[i],
+                charge_end: end[i],
+                resource_id: resource_id[i],
+                resource_name: resource_name[i],
+                instance_id: instance_id[i],
+                region: region[i],
+                category: parse(category[i], "category")?,
+                kind: parse(kind[i], "kind")?,
+                pricing: parse(pricing[i], "pricing")?,
+                gpu_model: gpu_model[i],
+                gpu_count: gpu_count[i].and_then(|n| u16::try_from(n).ok()),
+                quantity: quantity[i],
+                unit: unit[i],
+                unit_price: unit_price[i],
+                list_cost: list_cost[i],
+                billed_cost: required(billed_cost[i], "billed_cost")?,
+                currency: required(currency[i], "currency")?,
+                file: required(file[i], "source_file")?,
+                line: required(line[i], "source_line")? as u64,
+                item: item[i].unwrap_or_default(),
+            })
+        })
+        .collect::<Result<Vec<_>, String>>()?;
+    Ok(f(&refs))
+}
+
 /// The columns of [`SCHEMA`] no rule or report reads, so a [`Row`] has no field for them.
 const NOT_IN_ROWS: [&str; 2] = ["resource_name", "region"];
 
