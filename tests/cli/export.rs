@@ -22,8 +22,7 @@ fn example(dir: &Path, ledger: &str) {
     ok(dir, &args.iter().map(String::as_str).collect::<Vec<_>>());
 }
 
-/// `waste --format csv` without the charge ids (a re-import gives new ones), an account-less
-/// platform's empty account read as the platform's name (FOCUS requires an account).
+/// `waste --format csv` without the charge ids (a re-import gives new ones).
 fn findings(text: &str) -> Vec<String> {
     let mut r = csv::Reader::from_reader(text.as_bytes());
     r.records()
@@ -31,9 +30,6 @@ fn findings(text: &str) -> Vec<String> {
             let rec = rec.unwrap();
             let mut cells: Vec<&str> = rec.iter().collect();
             cells[12] = "";
-            if cells[3] == "AutoDL" || cells[3] == "GPUShare" {
-                cells[3] = "";
-            }
             cells.join(",")
         })
         .collect()

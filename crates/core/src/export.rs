@@ -28,7 +28,8 @@
 //!   The billing period is the charge's billing month written as UTC month bounds, as the
 //!   clouds write theirs: the month label survives a round trip through any FOCUS reader.
 //! - BillingAccountId and BillingAccountName: the bill's account, else the platform's name
-//!   (FOCUS requires one). ProviderName, PublisherName and InvoiceIssuerName: the platform's
+//!   (FOCUS requires one; the focus profile reads that name back as no account, on a row that
+//!   names its platform in `x_Platform`). ProviderName, PublisherName and InvoiceIssuerName: the platform's
 //!   proper name ([`provider_name`]).
 //! - gpuaudit's own facts follow as `x_` columns: `x_Category`, `x_InstanceId`, `x_GpuModel`,
 //!   `x_GpuCount`, `x_ChargeId`, `x_SourceFile`, `x_SourceLine`, and `x_Platform`,

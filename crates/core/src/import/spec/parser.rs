@@ -480,7 +480,12 @@ impl Parser<'_> {
         let parsed = out.get_or_insert_with(Parsed::blank);
         let c = &mut parsed.charge;
         set(&mut c.platform, platform);
-        set_opt(&mut c.account, text(f.account));
+        // gpuaudit's own export names a platform's name as the account of a bill without one
+        // (FOCUS requires an account): read back, it is no account.
+        let named = text(f.platform).is_some();
+        let account =
+            text(f.account).filter(|a| !(named && *a == crate::export::provider_name(platform)));
+        set_opt(&mut c.account, account);
         c.billing_period = billing_period;
         c.charge_start = start;
         c.charge_end = end;
