@@ -8,60 +8,66 @@ use chrono_tz::Tz;
 use serde::{Deserialize, Serialize};
 
 /// A billing month (账期), such as `2024-05`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+///
+/// Kept as one number, the months since the start of year 0 (`year × 12 + month − 1`): four
+/// bytes, in the order of months (a window of ten million charges holds one per charge).
+#[derive(Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct YearMonth {
-    year: i32,
-    month: u32,
+    index: i32,
+}
+
+impl fmt::Debug for YearMonth {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "YearMonth({self})")
+    }
 }
 
 impl YearMonth {
     /// January 1970, the month of a blank charge.
-    pub(crate) const EPOCH: YearMonth = YearMonth { year: 1970, month: 1 };
+    pub(crate) const EPOCH: YearMonth = YearMonth { index: 1970 * 12 };
+
+    /// The month of `year` and `month` (1–12), unchecked.
+    fn of_parts(year: i32, month: u32) -> Self {
+        let index = year.saturating_mul(12).saturating_add(month as i32 - 1);
+        YearMonth { index }
+    }
 
     /// The month, if `month` is 1–12 and the year has four digits.
     pub fn new(year: i32, month: u32) -> Option<Self> {
         ((1..=12).contains(&month) && (1000..=9999).contains(&year))
-            .then_some(YearMonth { year, month })
+            .then(|| YearMonth::of_parts(year, month))
     }
 
     /// The year.
     pub fn year(self) -> i32 {
-        self.year
+        self.index.div_euclid(12)
     }
 
     /// The month, 1–12.
     pub fn month(self) -> u32 {
-        self.month
+        self.index.rem_euclid(12) as u32 + 1
     }
 
     /// The month in which `instant` falls in zone `tz`.
     pub fn of(instant: DateTime<Utc>, tz: Tz) -> Self {
         let local = instant.with_timezone(&tz);
-        YearMonth { year: local.year(), month: local.month() }
+        YearMonth::of_parts(local.year(), local.month())
     }
 
     /// The first instant of the month in zone `tz`, in UTC.
     pub fn start(self, tz: Tz) -> DateTime<Utc> {
-        let day = NaiveDate::from_ymd_opt(self.year, self.month, 1).unwrap_or_default();
+        let day = NaiveDate::from_ymd_opt(self.year(), self.month(), 1).unwrap_or_default();
         local_midnight(day, tz)
     }
 
     /// The month before this one.
     pub fn previous(self) -> Self {
-        if self.month == 1 {
-            YearMonth { year: self.year - 1, month: 12 }
-        } else {
-            YearMonth { year: self.year, month: self.month - 1 }
-        }
+        YearMonth { index: self.index.saturating_sub(1) }
     }
 
     /// The month after this one.
     pub fn next(self) -> Self {
-        if self.month == 12 {
-            YearMonth { year: self.year + 1, month: 1 }
-        } else {
-            YearMonth { year: self.year, month: self.month + 1 }
-        }
+        YearMonth { index: self.index.saturating_add(1) }
     }
 }
 
@@ -77,7 +83,7 @@ pub(crate) fn local_midnight(day: NaiveDate, tz: Tz) -> DateTime<Utc> {
 
 impl fmt::Display for YearMonth {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{:04}-{:02}", self.year, self.month)
+        write!(f, "{:04}-{:02}", self.year(), self.month())
     }
 }
 

@@ -278,13 +278,7 @@ impl Rates {
         key: &(String, String, String),
     ) -> Result<Option<CardRate>> {
         match basis {
-            Basis::Ledger => match self.gpu.get(key) {
-                Some((money_paid, gpu_hours, months)) => Ok(Some((
-                    money::div(*money_paid, *gpu_hours, "a rate the ledger shows")?,
-                    seen(months),
-                ))),
-                None => Ok(None),
-            },
+            Basis::Ledger => paid_rate(self.gpu.get(key)),
             Basis::Card => Ok(self.card_gpu.get(key).and_then(|c| c.per_gpu_hour.clone())),
         }
     }
@@ -296,13 +290,7 @@ impl Rates {
         key: &(String, Measure, String),
     ) -> Result<Option<CardRate>> {
         match basis {
-            Basis::Ledger => match self.measures.get(key) {
-                Some((paid, quantity, months)) => Ok(Some((
-                    money::div(*paid, *quantity, "a rate the ledger shows")?,
-                    seen(months),
-                ))),
-                None => Ok(None),
-            },
+            Basis::Ledger => paid_rate(self.measures.get(key)),
             Basis::Card => Ok(self.card_measures.get(key).cloned()),
         }
     }
@@ -323,7 +311,17 @@ impl Rates {
     }
 }
 
-/// "seen 2024-04, 2024-05".
+/// What was paid per unit, and the months it was seen.
+fn paid_rate(paid: Option<&Paid>) -> Result<Option<CardRate>> {
+    match paid {
+        Some((money_paid, quantity, months)) => {
+            Ok(Some((money::div(*money_paid, *quantity, "a rate the ledger shows")?, seen(months))))
+        }
+        None => Ok(None),
+    }
+}
+
+/// "paid in 2024-04, 2024-05".
 fn seen(months: &BTreeSet<YearMonth>) -> String {
     let list: Vec<String> = months.iter().map(|m| m.to_string()).collect();
     format!("paid in {}", list.join(", "))
