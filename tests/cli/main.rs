@@ -5,6 +5,7 @@
 mod cost;
 mod delivery;
 mod export;
+mod shell;
 mod snapshots;
 mod third_month;
 mod trust;

@@ -8,7 +8,7 @@ mod render;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use clap::{Parser, Subcommand};
+use clap::{CommandFactory, Parser, Subcommand};
 
 /// mimalloc: import allocates a few small strings per row on two threads; glibc's malloc
 /// spent about 15% of an import in malloc/free (perf, see benches/vs_duckdb.py).
@@ -66,6 +66,10 @@ enum Command {
     Config(cmd::config::ConfigArgs),
     /// List the bill formats gpuaudit reads.
     Formats(cmd::formats::FormatsArgs),
+    /// Print the shell completion script (bash, zsh, fish, powershell, elvish).
+    Completions(cmd::shell::CompletionsArgs),
+    /// Print the man page (roff): `gpuaudit man > gpuaudit.1`.
+    Man,
 }
 
 fn main() -> ExitCode {
@@ -80,6 +84,14 @@ fn main() -> ExitCode {
         }
     }));
     let cli = Cli::parse();
+    // What describes the command line needs no ledger and no configuration.
+    match cli.command {
+        Command::Completions(args) => {
+            return cmd::shell::completions(Cli::command(), args).unwrap_or_else(fail);
+        }
+        Command::Man => return cmd::shell::man(Cli::command()).unwrap_or_else(fail),
+        _ => {}
+    }
     let store = gpuaudit_core::ledger::Store::open(cli.ledger);
     let config = match &cli.config {
         Some(path) => gpuaudit_core::config::Config::load(path, true),
@@ -110,6 +122,7 @@ fn main() -> ExitCode {
         Command::Ledger(args) => cmd::ledger::run(&store, args),
         Command::Summary(args) => cmd::summary::run(&store, args),
         Command::Formats(args) => cmd::formats::run(&profiles, args),
+        Command::Completions(_) | Command::Man => Ok(ExitCode::SUCCESS),
     };
     result.unwrap_or_else(fail)
 }

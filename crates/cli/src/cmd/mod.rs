@@ -8,6 +8,7 @@ pub mod formats;
 pub mod import;
 pub mod ledger;
 pub mod reconcile;
+pub mod shell;
 pub mod summary;
 pub mod waste;
 
