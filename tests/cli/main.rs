@@ -9,6 +9,7 @@ mod shell;
 mod snapshots;
 mod third_month;
 mod trust;
+mod xlsx;
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};

@@ -4,6 +4,7 @@
 mod cmd;
 mod error;
 mod render;
+mod xlsx;
 
 use std::path::PathBuf;
 use std::process::ExitCode;

@@ -16,6 +16,8 @@ pub enum Format {
     Json,
     /// A Markdown table.
     Md,
+    /// An Excel workbook, written to `-o FILE.xlsx`.
+    Xlsx,
 }
 
 /// How a column is aligned in a table.

@@ -48,6 +48,9 @@ pub struct CostArgs {
     /// Output format.
     #[arg(long, value_enum, default_value = "table")]
     format: Format,
+    /// With `--format xlsx`: the workbook to write (sheets: lines, compare, breakeven).
+    #[arg(short = 'o', long = "output", value_name = "FILE.xlsx")]
+    output: Option<std::path::PathBuf>,
 }
 
 /// Loads the month (and with `--compare` the year before it), reports, renders.
@@ -73,6 +76,15 @@ pub fn run(
         Format::Csv if args.compare => cost_more::compare_csv(&report, &by)?,
         Format::Csv if args.breakeven => cost_more::breakeven_csv(&report),
         Format::Csv => csv(&header(&by), &line_cells(&report.lines)?),
+        Format::Xlsx => {
+            let mut sheets = vec![("lines", csv(&header(&by), &line_cells(&report.lines)?))];
+            if args.compare {
+                sheets.push(("compare", cost_more::compare_csv(&report, &by)?));
+            }
+            sheets.push(("breakeven", cost_more::breakeven_csv(&report)));
+            crate::xlsx::write(args.output.as_deref(), &sheets)?;
+            String::new()
+        }
         Format::Json => json(&report, &by, args.compare)?,
         Format::Table | Format::Md => text(&report, &by, args.format, args.compare)?,
     };

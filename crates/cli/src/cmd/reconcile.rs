@@ -37,6 +37,9 @@ pub struct ReconcileArgs {
     /// Output format.
     #[arg(long, value_enum, default_value = "table")]
     format: Format,
+    /// With `--format xlsx`: the workbook to write.
+    #[arg(short = 'o', long = "output", value_name = "FILE.xlsx")]
+    output: Option<std::path::PathBuf>,
     /// Exit with code 1 when any discrepancy is found.
     #[arg(long)]
     strict: bool,
@@ -91,6 +94,10 @@ pub fn run(
     let found = store.reconcile(month, &checks, input)?;
     let text = match args.format {
         Format::Csv => render_csv(&found),
+        Format::Xlsx => {
+            crate::xlsx::write(args.output.as_deref(), &[("discrepancies", render_csv(&found))])?;
+            String::new()
+        }
         Format::Json => render_json(month, &found),
         Format::Table | Format::Md => render_text(month, &found, args.format),
     };

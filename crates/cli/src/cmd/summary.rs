@@ -28,6 +28,9 @@ pub struct SummaryArgs {
     /// Output format.
     #[arg(long, value_enum, default_value = "table")]
     format: Format,
+    /// With `--format xlsx`: the workbook to write.
+    #[arg(short = 'o', long = "output", value_name = "FILE.xlsx")]
+    output: Option<std::path::PathBuf>,
 }
 
 /// Loads the month (or everything), groups and renders.
@@ -39,11 +42,16 @@ pub fn run(store: &Store, args: SummaryArgs) -> Result<ExitCode, CliError> {
         filter.months.push(month.parse::<YearMonth>().map_err(usage)?);
     }
     let rows = store.summary(&filter, &keys)?;
-    emit(&render(&keys, &rows, args.format)?)?;
+    emit(&render(&keys, &rows, args.format, args.output.as_deref())?)?;
     Ok(ExitCode::SUCCESS)
 }
 
-fn render(keys: &[GroupKey], rows: &[SummaryRow], format: Format) -> Result<String, CliError> {
+fn render(
+    keys: &[GroupKey],
+    rows: &[SummaryRow],
+    format: Format,
+    output: Option<&std::path::Path>,
+) -> Result<String, CliError> {
     let mut header: Vec<&str> = keys.iter().map(|k| k.as_str()).collect();
     header.extend(["currency", "billed_cost", "list_cost", "charges"]);
     let cells = |r: &SummaryRow| {
@@ -60,6 +68,13 @@ fn render(keys: &[GroupKey], rows: &[SummaryRow], format: Format) -> Result<Stri
     align.extend([Align::Right; 3]);
     Ok(match format {
         Format::Csv => csv(&header, &rows.iter().map(cells).collect::<Vec<_>>()),
+        Format::Xlsx => {
+            crate::xlsx::write(
+                output,
+                &[("summary", csv(&header, &rows.iter().map(cells).collect::<Vec<_>>()))],
+            )?;
+            String::new()
+        }
         Format::Json => {
             let items: Vec<serde_json::Value> = rows
                 .iter()

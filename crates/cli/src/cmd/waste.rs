@@ -37,6 +37,9 @@ pub struct WasteArgs {
     /// Output format.
     #[arg(long, value_enum, default_value = "table")]
     format: Format,
+    /// With `--format xlsx`: the workbook to write.
+    #[arg(short = 'o', long = "output", value_name = "FILE.xlsx")]
+    output: Option<std::path::PathBuf>,
     /// Exit with code 1 when the total wasted (in any currency, as printed) exceeds X.
     #[arg(long, value_name = "X")]
     fail_over: Option<String>,
@@ -78,6 +81,10 @@ pub fn run(
     let totals = waste::totals(&findings)?;
     let text = match args.format {
         Format::Csv => render_csv(&findings),
+        Format::Xlsx => {
+            crate::xlsx::write(args.output.as_deref(), &[("findings", render_csv(&findings))])?;
+            String::new()
+        }
         Format::Json => render_json(month, &findings, &totals),
         Format::Table | Format::Md => {
             render_text(month, &rules, &findings, &totals, args.format, args.explain, &platforms)?
