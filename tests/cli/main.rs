@@ -5,6 +5,7 @@
 mod cost;
 mod delivery;
 mod export;
+mod report;
 mod shell;
 mod snapshots;
 mod third_month;

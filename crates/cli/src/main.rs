@@ -63,6 +63,8 @@ enum Command {
     Cost(cmd::cost::CostArgs),
     /// Write the ledger as FOCUS 1.2 (CSV or Parquet).
     Export(cmd::export::ExportArgs),
+    /// Write the month's review as one self-contained HTML page (and a workbook).
+    Report(cmd::report::ReportArgs),
     /// Show the configuration in force, or every default.
     Config(cmd::config::ConfigArgs),
     /// List the bill formats gpuaudit reads.
@@ -119,6 +121,7 @@ fn main() -> ExitCode {
         Command::Reconcile(args) => cmd::reconcile::run(&store, &config, &profiles, args),
         Command::Cost(args) => cmd::cost::run(&store, &config, &profiles, args),
         Command::Export(args) => cmd::export::run(&store, args),
+        Command::Report(args) => cmd::report::run(&store, &config, &profiles, args),
         Command::Import(args) => cmd::import::run(&store, &config, &profiles, args),
         Command::Ledger(args) => cmd::ledger::run(&store, args),
         Command::Summary(args) => cmd::summary::run(&store, args),

@@ -108,7 +108,7 @@ fn opt(d: Option<Decimal>) -> String {
 }
 
 /// The CSV header of the lines.
-fn header(by: &[CostKey]) -> Vec<String> {
+pub(crate) fn header(by: &[CostKey]) -> Vec<String> {
     let mut h: Vec<String> = by.iter().map(|k| k.as_str().to_owned()).collect();
     h.extend(
         [
@@ -141,13 +141,13 @@ fn header(by: &[CostKey]) -> Vec<String> {
     h
 }
 
-fn csv(header: &[String], rows: &[Vec<String>]) -> String {
+pub(crate) fn csv(header: &[String], rows: &[Vec<String>]) -> String {
     let header: Vec<&str> = header.iter().map(String::as_str).collect();
     crate::render::csv(&header, rows)
 }
 
 /// The CSV cells of each line (in [`header`]'s order).
-fn line_cells(lines: &[CostLine]) -> Result<Vec<Vec<String>>, CliError> {
+pub(crate) fn line_cells(lines: &[CostLine]) -> Result<Vec<Vec<String>>, CliError> {
     let mut rows = Vec::with_capacity(lines.len());
     for l in lines {
         let mut c: Vec<String> = l.keys.iter().map(|k| k.clone().unwrap_or_default()).collect();

@@ -8,6 +8,8 @@ pub mod formats;
 pub mod import;
 pub mod ledger;
 pub mod reconcile;
+pub mod report;
+pub mod report_html;
 pub mod shell;
 pub mod summary;
 pub mod waste;

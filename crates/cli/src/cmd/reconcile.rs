@@ -138,7 +138,7 @@ fn row(d: &Discrepancy) -> Vec<String> {
     ]
 }
 
-fn render_csv(found: &[Discrepancy]) -> String {
+pub(crate) fn render_csv(found: &[Discrepancy]) -> String {
     csv(CSV_HEADER, &found.iter().map(row).collect::<Vec<_>>())
 }
 

@@ -46,7 +46,7 @@ pub fn run(store: &Store, args: SummaryArgs) -> Result<ExitCode, CliError> {
     Ok(ExitCode::SUCCESS)
 }
 
-fn render(
+pub(crate) fn render(
     keys: &[GroupKey],
     rows: &[SummaryRow],
     format: Format,

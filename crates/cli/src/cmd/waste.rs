@@ -125,7 +125,7 @@ const CSV_HEADER: &[&str] = &[
     "recommendation",
 ];
 
-fn render_csv(findings: &[Finding]) -> String {
+pub(crate) fn render_csv(findings: &[Finding]) -> String {
     let rows: Vec<Vec<String>> = findings
         .iter()
         .map(|f| {

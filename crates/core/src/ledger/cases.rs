@@ -54,6 +54,58 @@ impl Store {
         crate::cost::report_rows(&window, month, config, platforms, options)
     }
 
+    /// The month's review (`gpuaudit report`): its waste findings by every rule, its
+    /// discrepancies by every check, and its cost lines grouped by `by`, each exactly as
+    /// [`Store::audit`], [`Store::reconcile`] and [`Store::cost`] give them, from one read
+    /// of the months they need (each use gets the months it reads, linked as it would be).
+    pub fn review(
+        &self,
+        month: YearMonth,
+        config: &Config,
+        platforms: &Platforms,
+        by: &[crate::cost::CostKey],
+    ) -> Result<Review> {
+        let mut months = waste::months_to_read(month, config);
+        months.extend(reconcile::months_to_read(month));
+        months.sort();
+        months.dedup();
+        let mut all = self.load_rows_unlinked(&LoadFilter { months })?;
+        let uses =
+            [waste::months_to_read(month, config), reconcile::months_to_read(month), vec![month]];
+        // A use whose months hold every row read takes the window as it is; another gets
+        // its rows, linked among themselves (made before the whole window is linked).
+        let subsets: Vec<Option<crate::window::Window>> = uses
+            .iter()
+            .map(|wanted| {
+                if all.rows.iter().all(|r| wanted.contains(&r.billing_period)) {
+                    return None;
+                }
+                let rows = all.rows.iter().filter(|r| wanted.contains(&r.billing_period));
+                let mut w = crate::window::Window {
+                    texts: all.texts.clone(),
+                    rows: rows.cloned().collect(),
+                };
+                crate::window::link_rows(&mut w.rows);
+                Some(w)
+            })
+            .collect();
+        crate::window::link_rows(&mut all.rows);
+        let window = |i: usize| subsets[i].as_ref().unwrap_or(&all);
+        let findings = waste::audit_rows(waste::RULES, window(0), month, config, platforms)?;
+        let input = self.reconcile_input(
+            month,
+            ReconcileInput {
+                config: config.clone(),
+                platforms: platforms.clone(),
+                ..Default::default()
+            },
+        )?;
+        let discrepancies = reconcile::check_rows(reconcile::CHECKS, window(1), month, &input)?;
+        let options = crate::cost::CostOptions { by: by.to_vec(), compare: false };
+        let cost = crate::cost::report_rows(window(2), month, config, platforms, &options)?;
+        Ok(Review { findings, discrepancies, cost })
+    }
+
     /// The discrepancies of `month` by `checks`: reads the months around it
     /// ([`reconcile::months_to_read`]) and the footer totals of every file that billed it
     /// (once per file, however often it was imported), with the platform facts of
@@ -62,8 +114,20 @@ impl Store {
         &self,
         month: YearMonth,
         checks: &[&dyn Check],
-        mut input: ReconcileInput,
+        input: ReconcileInput,
     ) -> Result<Vec<Discrepancy>> {
+        let input = self.reconcile_input(month, input)?;
+        let window = self.load_rows(&LoadFilter { months: reconcile::months_to_read(month) })?;
+        reconcile::check_rows(checks, &window, month, &input)
+    }
+
+    /// `input` with the footer totals of every file that billed `month` (once per file,
+    /// however often it was imported).
+    fn reconcile_input(
+        &self,
+        month: YearMonth,
+        mut input: ReconcileInput,
+    ) -> Result<ReconcileInput> {
         let mut seen = std::collections::HashSet::new();
         for source in self.manifest()?.batches.iter().flat_map(|b| &b.sources) {
             if source.months.contains(&month.to_string()) && seen.insert(source.sha256.clone()) {
@@ -76,7 +140,17 @@ impl Store {
                 ));
             }
         }
-        let window = self.load_rows(&LoadFilter { months: reconcile::months_to_read(month) })?;
-        reconcile::check_rows(checks, &window, month, &input)
+        Ok(input)
     }
+}
+
+/// A month's review: what [`Store::review`] gives.
+#[derive(Debug)]
+pub struct Review {
+    /// The waste findings, largest first.
+    pub findings: Vec<Finding>,
+    /// The discrepancies.
+    pub discrepancies: Vec<Discrepancy>,
+    /// The cost report.
+    pub cost: crate::cost::CostReport,
 }

@@ -66,6 +66,7 @@ use std::path::{Path, PathBuf};
 use chrono::Utc;
 use rust_decimal::Decimal;
 
+pub use cases::Review;
 pub use export::ExportFormat;
 pub use manifest::{Batch, Manifest, PartFile, SourceFile, Spend};
 pub use query::Overview;

@@ -62,6 +62,14 @@ impl Store {
     /// their instances as [`Store::load`] links them: what [`Store::audit`] and
     /// [`Store::reconcile`] read.
     pub fn load_rows(&self, filter: &LoadFilter) -> Result<crate::window::Window> {
+        let mut window = self.load_rows_unlinked(filter)?;
+        crate::window::link_rows(&mut window.rows);
+        Ok(window)
+    }
+
+    /// [`Store::load_rows`] without the linking: for a caller that reads several windows out
+    /// of one read and links each as [`Store::load_rows`] would.
+    pub(super) fn load_rows_unlinked(&self, filter: &LoadFilter) -> Result<crate::window::Window> {
         let manifest = self.manifest()?;
         let (rows, parts) = self.parts_of(&manifest, filter);
         let mut window = crate::window::Window::with_capacity(rows);
@@ -70,7 +78,6 @@ impl Store {
         read_parts_in_order(&parts, Some(&names), decode, |(rows, texts)| {
             window.append(rows, &texts);
         })?;
-        crate::window::link_rows(&mut window.rows);
         Ok(window)
     }
 
