@@ -19,7 +19,8 @@ compressed bytes sometimes cut short or flipped. Two property cases check
 figures, not just behaviour: a FOCUS export split into parts imports in any order to exactly
 the whole (count and exact sum), and amounts written with thousands separators read as the
 number they are while decimal commas are refused. After every accepted import, `cost
---compare` must answer or refuse with an error; and a mutated `gpuaudit.toml` (values
+--compare` and `report` must answer or refuse with an error (and the report hold no markup
+from a bill); and a mutated `gpuaudit.toml` (values
 replaced by negative, huge, non-numeric or non-date ones, lines doubled or dropped, unknown
 keys) must either be used, with `cost`'s lines adding up to `summary`'s total, or be refused
 with exit 2 naming the file. A bill that imports, exported as FOCUS (CSV or Parquet) and
@@ -242,6 +243,14 @@ def check_case(binary, work, ledger, name, data, failures, out_dir):
         c, _, err = run(binary, ledger, ["cost", "--month", "2024-05", "--compare", "--format", "csv"], work)
         if problem is None and (c not in (0, 2) or "panicked" in err or (c == 2 and not err.startswith("error: "))):
             problem = f"after an accepted import, cost exits {c}: {err[:300]}"
+        # The month's report: written, or refused with an error; never a bill's markup in it.
+        c, _, err = run(binary, ledger, ["report", "--month", "2024-05", "-o", "report.html"], work)
+        page = work / "report.html"
+        if problem is None and (c not in (0, 2) or "panicked" in err):
+            problem = f"after an accepted import, report exits {c}: {err[:300]}"
+        elif problem is None and c == 0 and "<script" in page.read_text(encoding="utf-8", errors="replace"):
+            problem = "a bill's text became markup in the report"
+        page.unlink(missing_ok=True)
     if problem:
         kept = out_dir / f"{len(failures):04d}-{name}"
         kept.write_bytes(data)

@@ -83,13 +83,7 @@ fn the_cost_of_every_fixture_month_adds_up_to_its_summary_to_the_cent() {
 fn the_example_month_shows_a_platform_cheaper_per_hour_and_dearer_all_in() {
     let dir = workdir();
     let d = dir.path();
-    std::fs::copy(super::root().join("examples/gpuaudit.toml"), d.join("gpuaudit.toml")).unwrap();
-    let mut import = vec!["import".to_owned()];
-    for e in std::fs::read_dir(d.join("examples/bills")).unwrap() {
-        import.push(format!("examples/bills/{}", e.unwrap().file_name().to_string_lossy()));
-    }
-    let import: Vec<&str> = import.iter().map(String::as_str).collect();
-    assert!(gpuaudit(d, &import).status.success());
+    super::import_examples(d, ".gpuaudit");
     let lines = rows(&stdout(&gpuaudit(d, &["cost", "--month", "2024-05", "--format", "csv"])));
     let of = |instance: &str, column: &str| -> Decimal {
         lines.iter().find(|r| r["instance"] == instance).unwrap()[column].parse().unwrap()

@@ -12,16 +12,6 @@ fn ok(dir: &Path, args: &[&str]) -> String {
     stdout(&out)
 }
 
-/// The example bills imported into `ledger`, with the example configuration in `dir`.
-fn example(dir: &Path, ledger: &str) {
-    std::fs::copy(super::root().join("examples/gpuaudit.toml"), dir.join("gpuaudit.toml")).unwrap();
-    let mut args = vec!["--ledger".to_owned(), ledger.to_owned(), "import".to_owned()];
-    for e in std::fs::read_dir(dir.join("examples/bills")).unwrap() {
-        args.push(format!("examples/bills/{}", e.unwrap().file_name().to_string_lossy()));
-    }
-    ok(dir, &args.iter().map(String::as_str).collect::<Vec<_>>());
-}
-
 /// `waste --format csv` without the charge ids (a re-import gives new ones).
 fn findings(text: &str) -> Vec<String> {
     let mut r = csv::Reader::from_reader(text.as_bytes());
@@ -39,7 +29,7 @@ fn findings(text: &str) -> Vec<String> {
 fn the_focus_export_imported_back_gives_the_same_totals_findings_and_cost() {
     let dir = workdir();
     let d = dir.path();
-    example(d, "original");
+    super::import_examples(d, "original");
     let charges: u64 =
         ok(d, &["--ledger", "original", "summary", "--by", "month", "--format", "csv"])
             .lines()
@@ -87,7 +77,7 @@ fn the_focus_export_imported_back_gives_the_same_totals_findings_and_cost() {
 fn a_bad_export_is_refused_and_leaves_no_file() {
     let dir = workdir();
     let d = dir.path();
-    example(d, ".gpuaudit");
+    super::import_examples(d, ".gpuaudit");
     let out = gpuaudit(d, &["export", "--focus", "-o", "focus.txt"]);
     assert_eq!(out.status.code(), Some(2));
     assert!(

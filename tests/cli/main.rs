@@ -48,6 +48,18 @@ fn workdir() -> tempfile::TempDir {
     dir
 }
 
+/// The example bills imported into the ledger `ledger` (a folder of `dir`), with the example
+/// configuration as `dir/gpuaudit.toml`.
+fn import_examples(dir: &Path, ledger: &str) {
+    std::fs::copy(root().join("examples/gpuaudit.toml"), dir.join("gpuaudit.toml")).unwrap();
+    let mut args = vec!["--ledger".to_owned(), ledger.to_owned(), "import".to_owned()];
+    for e in std::fs::read_dir(dir.join("examples/bills")).unwrap() {
+        args.push(format!("examples/bills/{}", e.unwrap().file_name().to_string_lossy()));
+    }
+    let out = gpuaudit(dir, &args.iter().map(String::as_str).collect::<Vec<_>>());
+    assert!(out.status.success(), "{}", stderr(&out));
+}
+
 fn copy_tree(from: &Path, to: &Path) {
     std::fs::create_dir_all(to).unwrap();
     for entry in std::fs::read_dir(from).unwrap() {

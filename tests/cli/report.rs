@@ -37,12 +37,7 @@ fn browse(browser: &str, profile: &Path, extra: &[String], page: &Path) -> Strin
 fn the_example_month_s_report_renders_every_section_in_a_browser() {
     let dir = workdir();
     let d = dir.path();
-    std::fs::copy(super::root().join("examples/gpuaudit.toml"), d.join("gpuaudit.toml")).unwrap();
-    let mut import = vec!["import".to_owned()];
-    for e in std::fs::read_dir(d.join("examples/bills")).unwrap() {
-        import.push(format!("examples/bills/{}", e.unwrap().file_name().to_string_lossy()));
-    }
-    assert!(gpuaudit(d, &import.iter().map(String::as_str).collect::<Vec<_>>()).status.success());
+    super::import_examples(d, ".gpuaudit");
     let out = gpuaudit(
         d,
         &["report", "--month", "2024-05", "-o", "report.html", "--xlsx", "report.xlsx"],

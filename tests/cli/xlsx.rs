@@ -10,12 +10,7 @@ use super::{gpuaudit, stderr, stdout, workdir};
 fn every_report_s_workbook_holds_its_csv_cell_for_cell() {
     let dir = workdir();
     let d = dir.path();
-    std::fs::copy(super::root().join("examples/gpuaudit.toml"), d.join("gpuaudit.toml")).unwrap();
-    let mut import = vec!["import".to_owned()];
-    for e in std::fs::read_dir(d.join("examples/bills")).unwrap() {
-        import.push(format!("examples/bills/{}", e.unwrap().file_name().to_string_lossy()));
-    }
-    assert!(gpuaudit(d, &import.iter().map(String::as_str).collect::<Vec<_>>()).status.success());
+    super::import_examples(d, ".gpuaudit");
     let reports: &[(&[&str], &str)] = &[
         (&["summary", "--month", "2024-05", "--by", "platform,instance"], "summary"),
         (&["waste", "--month", "2024-05"], "findings"),
