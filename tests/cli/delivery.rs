@@ -65,3 +65,15 @@ fn a_parquet_file_the_decoder_panics_on_is_an_error_naming_it() {
     );
     assert!(!err.contains("panicked"), "{err}");
 }
+
+#[test]
+fn a_parquet_page_claiming_impossible_values_is_refused_before_it_is_decoded() {
+    // polars' decoder reserved 2^61 bytes for this page's claim and the process aborted.
+    let dir = workdir();
+    let bill = "fixtures/focus/invalid/page_claims_impossible_values.parquet";
+    let out = gpuaudit(dir.path(), &["import", bill]);
+    assert_eq!(out.status.code(), Some(2));
+    let err = stderr(&out);
+    assert!(err.starts_with(&format!("error: {bill}: a page claims")), "{err}");
+    assert!(!dir.path().join(".gpuaudit/manifest.json").exists(), "nothing was imported");
+}

@@ -34,6 +34,7 @@ fn parquet_error(path: &Path, source: PolarsError) -> Error {
 
 /// The Parquet bill at `path` as CSV text, a slice of rows at a time.
 pub(crate) fn parquet_as_csv(path: &Path) -> Result<Box<dyn Read + Send>> {
+    check_pages(path)?;
     let file = std::fs::File::open(path).map_err(|e| Error::io(path, e))?;
     let read = crate::error::catch(|| -> PolarsResult<(usize, Vec<String>)> {
         let mut reader = ParquetReader::new(file);
@@ -50,6 +51,73 @@ pub(crate) fn parquet_as_csv(path: &Path) -> Result<Box<dyn Read + Send>> {
     let mut out = Vec::new();
     write_row(&mut out, names.iter().map(|n| Some(n.as_str())));
     Ok(Box::new(ParquetCsv { path: path.to_owned(), rows, next: 0, out, at: 0 }))
+}
+
+/// Refuses a Parquet file whose page headers claim more values than their column chunk holds,
+/// or pages larger than the file. polars' decoder reserves memory for a page's claimed values
+/// before it reads them, and an allocation that fails aborts the process, which no guard can
+/// turn into an error (the fuzz harness found a damaged header claiming 2^61 bytes' worth).
+/// Only the headers are read (a few bytes a page, seeking past each page's data).
+fn check_pages(path: &Path) -> Result<()> {
+    use polars_parquet_format::thrift::protocol::TCompactInputProtocol;
+    use std::io::{Seek, SeekFrom};
+    let bad = |message: String| -> Error {
+        ErrorKind::Delivery { path: path.to_owned(), message }.into()
+    };
+    let mut file = std::fs::File::open(path).map_err(|e| Error::io(path, e))?;
+    let size = file.metadata().map_err(|e| Error::io(path, e))?.len();
+    let read = crate::error::catch(|| polars_parquet::parquet::read::read_metadata(&mut file));
+    let meta = match read {
+        Ok(Ok(meta)) => meta,
+        // The reader that follows names what it cannot read.
+        _ => return Ok(()),
+    };
+    for group in &meta.row_groups {
+        for column in group.parquet_columns() {
+            let total = u64::try_from(column.num_values()).unwrap_or(0);
+            let range = column.byte_range();
+            if range.end > size {
+                return Err(bad(format!(
+                    "a column chunk ends at byte {}, past the file's end",
+                    range.end
+                )));
+            }
+            file.seek(SeekFrom::Start(range.start)).map_err(|e| Error::io(path, e))?;
+            let mut seen = 0u64;
+            while seen < total {
+                let mut protocol = TCompactInputProtocol::new(&mut file, 1 << 20);
+                let Ok(header) =
+                    polars_parquet_format::PageHeader::read_from_in_protocol(&mut protocol)
+                else {
+                    return Ok(());
+                };
+                let values = header
+                    .data_page_header
+                    .as_ref()
+                    .map(|h| h.num_values)
+                    .or(header.data_page_header_v2.as_ref().map(|h| h.num_values))
+                    .unwrap_or(0);
+                let values = u64::try_from(values)
+                    .map_err(|_| bad(format!("a page claims {values} values")))?;
+                if values > total - seen {
+                    return Err(bad(format!(
+                        "a page claims {values} values where its column chunk has {} left: the file is damaged",
+                        total - seen
+                    )));
+                }
+                let page = u64::try_from(header.compressed_page_size.max(0)).unwrap_or(0);
+                let uncompressed = u64::try_from(header.uncompressed_page_size.max(0)).unwrap_or(0);
+                if page > size || uncompressed > size.saturating_mul(1000).max(1 << 30) {
+                    return Err(bad(format!(
+                        "a page claims {uncompressed} bytes in a file of {size}"
+                    )));
+                }
+                file.seek(SeekFrom::Current(page as i64)).map_err(|e| Error::io(path, e))?;
+                seen += values;
+            }
+        }
+    }
+    Ok(())
 }
 
 /// CSV text of a Parquet file, made a slice of rows at a time as it is read.
