@@ -88,6 +88,25 @@ static KEPT: Mutex<Vec<&'static str>> = Mutex::new(Vec::new());
 /// bill naming a platform per row cannot take the memory. The parser refuses a row whose
 /// platform cannot be kept.
 pub fn kept_name(name: &str) -> Option<&'static str> {
+    thread_local! {
+        /// The last name kept on this thread: a bill names one platform row after row, and
+        /// the lock is taken once per name, not once per row.
+        static LAST: std::cell::Cell<Option<&'static str>> = const { std::cell::Cell::new(None) };
+    }
+    if let Some(last) = LAST.get()
+        && last == name
+    {
+        return Some(last);
+    }
+    let kept = kept_name_locked(name);
+    if kept.is_some() {
+        LAST.set(kept);
+    }
+    kept
+}
+
+/// [`kept_name`] without its last-name memo.
+fn kept_name_locked(name: &str) -> Option<&'static str> {
     if let Some(p) = crate::import::profiles().iter().find(|p| p.platform() == name) {
         return Some(p.platform());
     }

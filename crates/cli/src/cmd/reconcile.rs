@@ -105,7 +105,7 @@ pub fn run(
     Ok(if args.strict && !found.is_empty() { ExitCode::from(1) } else { ExitCode::SUCCESS })
 }
 
-const CSV_HEADER: &[&str] = &[
+pub(crate) const CSV_HEADER: &[&str] = &[
     "code",
     "check",
     "platform",

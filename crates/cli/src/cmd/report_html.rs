@@ -38,6 +38,11 @@ fn parse(text: &str) -> Result<(Vec<String>, Vec<Vec<String>>), CliError> {
     Ok((header, rows))
 }
 
+/// The names of `header` but `left_out`.
+fn except(header: &[&'static str], left_out: &[&str]) -> Vec<&'static str> {
+    header.iter().copied().filter(|h| !left_out.contains(h)).collect()
+}
+
 /// An HTML table of the named columns of a CSV text, each row of class `class`.
 fn table(text: &str, columns: &[&str], class: &str) -> Result<String, CliError> {
     let (header, rows) = parse(text)?;
@@ -258,19 +263,7 @@ pub fn page(t: &Tables) -> Result<String, CliError> {
     out.push_str(&cut_note(t.all_discrepancies, "discrepancies", "reconcile", &month));
     out.push_str(&table(
         &t.discrepancies,
-        &[
-            "code",
-            "check",
-            "platform",
-            "resource_id",
-            "period",
-            "expected",
-            "actual",
-            "difference",
-            "currency",
-            "location",
-            "detail",
-        ],
+        &except(crate::cmd::reconcile::CSV_HEADER, &["account"]),
         "discrepancy",
     )?);
     out.push_str("</section><section id=\"cost\"><h2>Cost per GPU-hour</h2>");
@@ -319,19 +312,8 @@ fn cut_note(all: usize, what: &str, command: &str, month: &str) -> String {
 fn waste_section(t: &Tables) -> Result<String, CliError> {
     let (header, rows) = parse(&t.waste)?;
     let col = |n: &str| header.iter().position(|h| h == n);
-    let shown = [
-        "code",
-        "rule",
-        "platform",
-        "instance_id",
-        "resource_id",
-        "category",
-        "period_start",
-        "period_end",
-        "amount",
-        "currency",
-        "monthly_projection",
-    ];
+    // The CSV's columns but the account, the charge ids and the advice (shown with the lines).
+    let shown = except(crate::cmd::waste::CSV_HEADER, &["account", "charges", "recommendation"]);
     let mut out = String::from("<section id=\"waste\"><h2>Waste findings</h2>");
     out.push_str(&cut_note(t.all_findings, "findings", "waste", &t.month.to_string()));
     out.push_str("<table><thead><tr>");
@@ -341,7 +323,7 @@ fn waste_section(t: &Tables) -> Result<String, CliError> {
     out.push_str("</tr></thead><tbody>");
     for (row, finding) in rows.iter().zip(&t.findings) {
         out.push_str("<tr class=\"finding\">");
-        for name in shown {
+        for &name in &shown {
             let cell = col(name).and_then(|i| row.get(i)).map(String::as_str).unwrap_or("");
             let attr = if cell.parse::<Decimal>().is_ok() { " class=\"num\"" } else { "" };
             out.push_str(&format!("<td{attr}>{}</td>", escape(cell)));

@@ -108,7 +108,7 @@ fn local(t: DateTime<Utc>, platform: &str, platforms: &Platforms) -> String {
     t.with_timezone(&platforms.zone(platform)).format("%Y-%m-%d %H:%M").to_string()
 }
 
-const CSV_HEADER: &[&str] = &[
+pub(crate) const CSV_HEADER: &[&str] = &[
     "code",
     "rule",
     "platform",

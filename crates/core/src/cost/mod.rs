@@ -254,7 +254,7 @@ fn instance_lines(
         }
     }
     let mut lines = Vec::with_capacity(accs.len());
-    for ((month, platform_sym, instance, currency), acc) in accs {
+    for ((month, platform_sym, instance, currency), mut acc) in accs {
         let (platform, currency) = (texts.get(platform_sym), texts.get(currency));
         let instance = texts.opt(instance);
         let note = instance.and_then(|i| config.note_of(platform, i));
@@ -267,7 +267,7 @@ fn instance_lines(
             .or_else(|| note.and_then(|n| n.gpu_model.as_deref()))
             .map(str::to_owned);
         let gpu_count = acc.gpu_count.or_else(|| note.and_then(|n| n.gpu_count));
-        let usage = usage_of(&acc, instance.is_some(), within, gpu_count, note, texts)?;
+        let usage = usage_of(&mut acc, instance.is_some(), within, gpu_count, note, texts)?;
         lines.push(CostLine {
             month,
             keys: Vec::new(),
@@ -297,14 +297,14 @@ fn seconds((s, e): Span) -> i64 {
 
 /// The usage of an instance's charges (see the module docs).
 fn usage_of(
-    acc: &Acc<'_>,
+    acc: &mut Acc<'_>,
     attached: bool,
     within: Span,
     gpu_count: Option<u16>,
     note: Option<&crate::config::InstanceNote>,
     texts: &crate::window::Texts,
 ) -> Result<Usage> {
-    let mut spans = acc.spans.clone();
+    let mut spans = std::mem::take(&mut acc.spans);
     spans.sort();
     let timeline = Timeline { covered: merged(spans), seen: Vec::new() };
     let compute_seconds: i64 = timeline.covered.iter().map(|&s| seconds(s)).sum();
@@ -317,7 +317,7 @@ fn usage_of(
     let on_seconds = covered_seconds(life, &timeline.covered);
     let knows_off = attached && (timeline.knows_off() || !acc.instants);
     let off_seconds = knows_off.then(|| seconds(life) - on_seconds);
-    let mut on_demand_spans = acc.on_demand_spans.clone();
+    let mut on_demand_spans = std::mem::take(&mut acc.on_demand_spans);
     on_demand_spans.sort();
     let on_demand_seconds = merged(on_demand_spans).iter().map(|&s| seconds(s)).sum();
     let mut usage = Usage {
