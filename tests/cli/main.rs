@@ -219,11 +219,12 @@ fn bad_input_exits_2_with_its_location_and_leaves_the_ledger_untouched() {
 }
 
 #[test]
-fn a_crash_before_the_manifest_is_committed_leaves_the_ledger_as_before() {
-    // Parquet written but not moved into `charges/` (what DuckDB reads), then moved but the
-    // manifest not replaced: either way the ledger shows nothing of the batch.
-    // Each crash leaves the batch's Parquet file and its rollup, where the crash found them.
-    let cases = [("before-publish", ["tmp", "tmp"]), ("before-commit", ["charges", "rollups"])];
+fn a_crash_before_the_commit_leaves_the_ledger_as_before() {
+    // Parquet written, then the commit about to be created: either way the ledger, and the
+    // symlink manifests engines read, show nothing of the batch. Each crash leaves the
+    // batch's Parquet file and its rollup, which no commit names.
+    let cases =
+        [("before-publish", ["charges", "rollups"]), ("before-commit", ["charges", "rollups"])];
     for (failpoint, orphan_under) in cases {
         let dir = workdir();
         let ok = gpuaudit(dir.path(), &["import", "fixtures/autodl/valid/two_days.csv"]);
@@ -246,17 +247,27 @@ fn a_crash_before_the_manifest_is_committed_leaves_the_ledger_as_before() {
             .collect();
         found.dedup();
         assert_eq!(found, [true], "{failpoint}: {orphans:?}");
-        assert_eq!(
-            after_crash[&ledger.join("manifest.json")],
-            before[&ledger.join("manifest.json")]
-        );
+        for (path, bytes) in &before {
+            assert_eq!(&after_crash[path], bytes, "{failpoint}: {} changed", path.display());
+        }
         let csv = gpuaudit(dir.path(), &["summary", "--by", "platform", "--format", "csv"]);
         assert_eq!(
             stdout(&csv),
             "platform,currency,billed_cost,list_cost,charges\nautodl,CNY,6.23,6.23,6\n"
         );
-        // The next writer sweeps the orphan and imports the file for real.
-        let retry = gpuaudit(dir.path(), &["import", "fixtures/aliyun/valid/english_headers.csv"]);
+        // A writer leaves the orphans while they may be a concurrent writer's, about to be
+        // committed; once they are older than GPUAUDIT_SWEEP_AFTER it sweeps them.
+        let young = gpuaudit(dir.path(), &["import", "fixtures/autodl/valid/two_days.csv"]);
+        assert!(stdout(&young).contains("nothing new"), "{}", stdout(&young));
+        assert!(orphans.iter().all(|p| p.exists()), "{failpoint}: young orphans are kept");
+        let retry = Command::new(env!("CARGO_BIN_EXE_gpuaudit"))
+            .args(["import", "fixtures/aliyun/valid/english_headers.csv"])
+            .current_dir(dir.path())
+            .env_remove("GPUAUDIT_LEDGER")
+            .env_remove("GPUAUDIT_FAILPOINT")
+            .env("GPUAUDIT_SWEEP_AFTER", "0")
+            .output()
+            .unwrap();
         assert_eq!(retry.status.code(), Some(0), "{}", stderr(&retry));
         assert!(orphans.iter().all(|p| !p.exists()), "{failpoint}: the orphans were swept");
         assert!(!ledger.join("tmp").exists(), "{failpoint}: no scratch folder is left");

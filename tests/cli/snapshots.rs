@@ -24,14 +24,14 @@ fn shown(dir: &Path, args: &[&str]) -> String {
 
 /// `text` with the ledger's batch ids and commit times replaced by placeholders.
 fn redact(dir: &Path, text: &str) -> String {
-    let Ok(bytes) = std::fs::read(dir.join(".gpuaudit/manifest.json")) else {
+    let store = gpuaudit_core::ledger::Store::open(dir.join(".gpuaudit"));
+    let Ok(manifest) = store.manifest() else {
         return text.to_owned();
     };
-    let manifest: serde_json::Value = serde_json::from_slice(&bytes).unwrap();
     let mut text = text.to_owned();
-    for (n, batch) in manifest["batches"].as_array().unwrap().iter().enumerate() {
-        text = text.replace(batch["id"].as_str().unwrap(), &format!("[batch {}]", n + 1));
-        text = text.replace(batch["created"].as_str().unwrap(), &format!("[created {}]", n + 1));
+    for (n, batch) in manifest.batches.iter().enumerate() {
+        text = text.replace(&batch.id, &format!("[batch {}]", n + 1));
+        text = text.replace(&batch.created, &format!("[created {}]", n + 1));
     }
     text
 }

@@ -141,8 +141,7 @@ fn a_dry_run_on_a_read_only_ledger_writes_nothing_and_succeeds() {
     let dir = workdir();
     seeded(dir.path());
     let ledger = dir.path().join(".gpuaudit");
-    // A ledger copied read-only from elsewhere: no LOCK, and a file a crash left behind.
-    std::fs::remove_file(ledger.join("LOCK")).unwrap();
+    // A ledger copied read-only from elsewhere, with a file a crash left behind.
     std::fs::write(ledger.join("charges/left-behind.parquet"), b"partial").unwrap();
     let before = snapshot(&ledger);
     let chmod = |mode: &str| {
@@ -159,7 +158,6 @@ fn a_dry_run_on_a_read_only_ledger_writes_nothing_and_succeeds() {
     assert!(stdout(&out).contains("dry run: "), "{}", stdout(&out));
     // Root ignores the permission bits: the bytes prove that nothing was written or swept.
     assert_eq!(snapshot(&ledger), before);
-    assert!(!ledger.join("LOCK").exists());
 }
 
 #[test]
@@ -174,19 +172,17 @@ fn a_failed_commit_leaves_no_part_file_of_the_batch_in_charges() {
         ])
         .current_dir(dir.path())
         .env_remove("GPUAUDIT_LEDGER")
-        .env("GPUAUDIT_FAILPOINT", "manifest-rename")
+        .env("GPUAUDIT_FAILPOINT", "commit-create")
         .output()
         .unwrap();
     assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
     assert!(
-        stderr(&out).contains("manifest.json.tmp: failpoint manifest-rename"),
+        stderr(&out).contains("_commits/00000000000000000002.json: failpoint commit-create"),
         "{}",
         stderr(&out)
     );
-    let mut after = snapshot(&dir.path().join(".gpuaudit"));
-    after.remove(&dir.path().join(".gpuaudit/LOCK"));
-    let mut want = before;
-    want.remove(&dir.path().join(".gpuaudit/LOCK"));
+    let after = snapshot(&dir.path().join(".gpuaudit"));
+    let want = before;
     assert_eq!(after.keys().collect::<Vec<_>>(), want.keys().collect::<Vec<_>>());
     assert_eq!(after, want);
 }
@@ -287,10 +283,9 @@ fn a_ledger_with_a_file_it_cannot_read_is_repaired_by_removing_its_batch() {
     let out = gpuaudit(dir.path(), &["import", "fixtures/autodl/valid/two_days.csv"]);
     assert_eq!(out.status.code(), Some(0));
     let ledger = dir.path().join(".gpuaudit");
-    let manifest: serde_json::Value =
-        serde_json::from_slice(&std::fs::read(ledger.join("manifest.json")).unwrap()).unwrap();
-    let batch = manifest["batches"][1]["id"].as_str().unwrap().to_owned();
-    let part = manifest["batches"][1]["files"][0]["path"].as_str().unwrap().to_owned();
+    let manifest = gpuaudit_core::ledger::Store::open(&ledger).manifest().unwrap();
+    let batch = manifest.batches[1].id.clone();
+    let part = manifest.batches[1].files[0].path.clone();
     let clean = gpuaudit(dir.path(), &["ledger", "--verify"]);
     assert_eq!(clean.status.code(), Some(0), "{}", stdout(&clean));
     assert!(
@@ -299,7 +294,7 @@ fn a_ledger_with_a_file_it_cannot_read_is_repaired_by_removing_its_batch() {
         "{}",
         stdout(&clean)
     );
-    let rollup = manifest["batches"][1]["rollup"].as_str().unwrap().to_owned();
+    let rollup = manifest.batches[1].rollup.clone().unwrap();
     std::fs::write(ledger.join(&part), b"PAR1 not a parquet file PAR1").unwrap();
     // What reads the charges fails, naming the file and the way out; the summary, which
     // reads the batch's rollup, still answers, and verify finds the damage.

@@ -137,22 +137,34 @@ fn summaries_from_rollups_equal_summaries_of_the_charges() {
     assert!(manifest.batches.iter().all(|b| b.rollup.is_some() && b.spend.is_some()));
     assert!(store.verify().unwrap().problems.is_empty());
 
-    // A ledger written before rollups: its batches say nothing of them.
-    let path = store.root().join("manifest.json");
-    let mut json: serde_json::Value =
-        serde_json::from_slice(&std::fs::read(&path).unwrap()).unwrap();
+    // A ledger written before commits and rollups: a manifest.json whose batches say nothing
+    // of rollups.
+    let mut json = serde_json::to_value(&manifest).unwrap();
     for batch in json["batches"].as_array_mut().unwrap().iter_mut().take(2) {
         let batch = batch.as_object_mut().unwrap();
-        batch.remove("rollup");
+        let rollup = batch.remove("rollup").unwrap();
+        std::fs::remove_file(store.root().join(rollup.as_str().unwrap())).unwrap();
         batch.remove("spend");
     }
+    std::fs::remove_dir_all(store.root().join("_commits")).unwrap();
+    std::fs::remove_dir_all(store.root().join("_symlink_format_manifest")).unwrap();
+    let path = store.root().join("manifest.json");
     std::fs::write(&path, serde_json::to_vec_pretty(&json).unwrap()).unwrap();
+    assert_eq!(store.manifest().unwrap().batches.len(), 4, "the old ledger opens");
     assert_agrees(&store, "without rollups for two batches");
 
-    // The next commit upgrades them: their spend and rollups are made once, from their parts.
+    // The next commit upgrades it: checkpoint 0 holds its batches, their spend and rollups
+    // made once, from their parts; the symlink manifests name every partition's files.
     let bill = focus_bill(dir.path(), "focus-9.csv", 9, 50);
     store.import(&[bill], &ImportOptions::default()).unwrap();
+    assert!(store.root().join("_commits/00000000000000000000.checkpoint.json").is_file());
+    assert_eq!(store.head().unwrap(), 1);
+    let listed: usize = walk(&store.root().join("_symlink_format_manifest"))
+        .iter()
+        .map(|f| std::fs::read_to_string(f).unwrap().lines().count())
+        .sum();
     let manifest = store.manifest().unwrap();
+    assert_eq!(listed, manifest.batches.iter().map(|b| b.files.len()).sum::<usize>());
     assert_eq!(manifest.batches.len(), 5);
     assert!(manifest.batches.iter().all(|b| b.rollup.is_some() && b.spend.is_some()));
     assert!(store.verify().unwrap().problems.is_empty());
@@ -225,4 +237,18 @@ fn waste_and_reconcile_on_the_columnar_window_equal_them_on_the_loaded_charges()
         assert_eq!(got, want, "reconcile {month}");
     }
     assert!(findings > 0, "the ledger has waste to find");
+}
+
+/// Every file under `dir`.
+fn walk(dir: &Path) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    for entry in std::fs::read_dir(dir).unwrap() {
+        let path = entry.unwrap().path();
+        if path.is_dir() {
+            out.extend(walk(&path));
+        } else {
+            out.push(path);
+        }
+    }
+    out
 }

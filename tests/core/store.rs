@@ -35,11 +35,17 @@ fn reimporting_the_same_file_adds_nothing_and_changes_nothing() {
     let files = [fixture("autodl/valid/two_days.csv")];
     let first = store.import(&files, &ImportOptions::default()).unwrap();
     assert_eq!(first.files[0].new, 7);
-    let manifest = std::fs::read(store.root().join("manifest.json")).unwrap();
+    let commit = std::fs::read(store.root().join("_commits/00000000000000000001.json")).unwrap();
     let again = store.import(&files, &ImportOptions::default()).unwrap();
     assert_eq!((again.files[0].new, again.files[0].duplicates), (0, 7));
     assert_eq!(again.batch, None);
-    assert_eq!(std::fs::read(store.root().join("manifest.json")).unwrap(), manifest);
+    assert_eq!(store.head().unwrap(), 1, "no commit is made");
+    let commits = std::fs::read_dir(store.root().join("_commits")).unwrap().count();
+    assert_eq!(commits, 1);
+    assert_eq!(
+        std::fs::read(store.root().join("_commits/00000000000000000001.json")).unwrap(),
+        commit
+    );
     assert_eq!(store.load(&LoadFilter::default()).unwrap().len(), 7);
 }
 
@@ -320,15 +326,15 @@ fn verify_finds_missing_files_wrong_row_counts_and_repeated_ids() {
         .import(&[fixture("aliyun/valid/english_headers.csv")], &ImportOptions::default())
         .unwrap();
     assert!(store.verify().unwrap().problems.is_empty());
-    let path = store.root().join("manifest.json");
-    let mut manifest: serde_json::Value =
+    let first = store.manifest().unwrap().batches[0].files[0].clone();
+    let path = store.root().join("_commits/00000000000000000002.json");
+    let mut commit: serde_json::Value =
         serde_json::from_slice(&std::fs::read(&path).unwrap()).unwrap();
     // The second batch names the first one's file too (its ids twice), and miscounts a file.
-    let first = manifest["batches"][0]["files"][0].clone();
-    let second = manifest["batches"][1]["files"][0]["path"].as_str().unwrap().to_owned();
-    manifest["batches"][1]["files"].as_array_mut().unwrap().push(first.clone());
-    manifest["batches"][1]["files"][0]["rows"] = 99.into();
-    std::fs::write(&path, serde_json::to_vec(&manifest).unwrap()).unwrap();
+    let second = commit["add"]["files"][0]["path"].as_str().unwrap().to_owned();
+    commit["add"]["files"].as_array_mut().unwrap().push(serde_json::to_value(&first).unwrap());
+    commit["add"]["files"][0]["rows"] = 99.into();
+    std::fs::write(&path, serde_json::to_vec(&commit).unwrap()).unwrap();
     std::fs::remove_file(store.root().join(&second)).unwrap();
     let problems: Vec<String> = store
         .verify()
@@ -341,11 +347,8 @@ fn verify_finds_missing_files_wrong_row_counts_and_repeated_ids() {
         problems,
         [
             format!("{second}: is missing"),
-            format!(
-                "{}: holds 7 charge ids that the ledger already has",
-                first["path"].as_str().unwrap()
-            ),
-            "manifest.json: its files hold 106 charges, the batch says 9".to_owned(),
+            format!("{}: holds 7 charge ids that the ledger already has", first.path),
+            "_commits: its files hold 106 charges, the batch says 9".to_owned(),
         ]
     );
 }

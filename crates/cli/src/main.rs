@@ -37,9 +37,14 @@ fn keep_freed_memory() {
 #[derive(Parser)]
 #[command(name = "gpuaudit", version, about, max_term_width = 100)]
 struct Cli {
-    /// The ledger folder.
+    /// The ledger: a folder (or file://…); with the `cloud` feature also s3://bucket/prefix,
+    /// gs://… or az://… (credentials from the cloud's usual environment variables).
     #[arg(long, global = true, env = "GPUAUDIT_LEDGER", default_value = ".gpuaudit")]
-    ledger: PathBuf,
+    ledger: String,
+    /// The endpoint of an S3-compatible store (Alibaba OSS, Tencent COS, MinIO), instead of
+    /// AWS_ENDPOINT_URL; http:// allows plain HTTP.
+    #[arg(long, global = true, env = "GPUAUDIT_ENDPOINT", value_name = "URL")]
+    endpoint: Option<String>,
     /// The configuration file (thresholds, rate cards); optional at its default place.
     #[arg(long, global = true, value_name = "FILE")]
     config: Option<PathBuf>,
@@ -69,6 +74,8 @@ enum Command {
     Config(cmd::config::ConfigArgs),
     /// List the bill formats gpuaudit reads.
     Formats(cmd::formats::FormatsArgs),
+    /// Table definitions of the ledger for DuckDB, Spark, Trino and Athena.
+    Sql(cmd::sql::SqlArgs),
     /// Print the shell completion script (bash, zsh, fish, powershell, elvish).
     Completions(cmd::shell::CompletionsArgs),
     /// Print the man page (roff): `gpuaudit man > gpuaudit.1`.
@@ -95,7 +102,10 @@ fn main() -> ExitCode {
         Command::Man => return cmd::shell::man(Cli::command()).unwrap_or_else(fail),
         _ => {}
     }
-    let store = gpuaudit_core::ledger::Store::open(cli.ledger);
+    let store = match gpuaudit_core::ledger::Store::at(&cli.ledger, cli.endpoint.as_deref()) {
+        Ok(store) => store,
+        Err(e) => return fail(e.into()),
+    };
     let config = match &cli.config {
         Some(path) => gpuaudit_core::config::Config::load(path, true),
         None => gpuaudit_core::config::Config::load("gpuaudit.toml".as_ref(), false),
@@ -126,6 +136,7 @@ fn main() -> ExitCode {
         Command::Ledger(args) => cmd::ledger::run(&store, args),
         Command::Summary(args) => cmd::summary::run(&store, args),
         Command::Formats(args) => cmd::formats::run(&profiles, args),
+        Command::Sql(args) => cmd::sql::run(&store, args),
         Command::Completions(_) | Command::Man => Ok(ExitCode::SUCCESS),
     };
     result.unwrap_or_else(fail)

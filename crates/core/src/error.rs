@@ -314,6 +314,14 @@ pub enum ErrorKind {
         /// How many there were in all.
         total: u64,
     },
+    /// A ledger location (`--ledger`) that this build cannot open.
+    #[error("--ledger {location}: {message}")]
+    Location {
+        /// The location as given.
+        location: String,
+        /// What is wrong with it.
+        message: String,
+    },
     /// The ledger folder is not in a state gpuaudit understands.
     #[error("ledger {}: {message}", .path.display())]
     Ledger {

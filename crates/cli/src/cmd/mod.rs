@@ -11,6 +11,7 @@ pub mod reconcile;
 pub mod report;
 pub mod report_html;
 pub mod shell;
+pub mod sql;
 pub mod summary;
 pub mod waste;
 

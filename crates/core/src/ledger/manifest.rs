@@ -1,20 +1,12 @@
-//! The list of committed batches (`manifest.json`) and its atomic replacement.
-//!
-//! The manifest is the ledger's only commit point: a batch exists when the manifest names it.
-//! It is replaced whole, through a temporary file that is synced and renamed over it; the
-//! caller syncs the folder.
+//! The list of committed batches, as the commits make it (see `log`; a ledger of before
+//! commits holds it as `manifest.json`).
 
 use std::collections::BTreeMap;
-use std::fs::{self, File};
-use std::io::Write;
-use std::path::Path;
 
 use rust_decimal::Decimal;
 use serde::{Deserialize, Serialize};
 
-use super::{MANIFEST, MANIFEST_TMP, io};
 use crate::charge::ControlTotal;
-use crate::error::{Error, Result};
 
 /// The list of committed batches.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -117,17 +109,4 @@ pub struct PartFile {
     pub platform: String,
     /// Number of charges.
     pub rows: u64,
-}
-
-/// Writes `manifest` to a temporary file of the ledger at `root`, syncs it and renames it
-/// over `manifest.json` (the caller syncs the folder).
-pub(super) fn replace_manifest(root: &Path, manifest: &Manifest) -> Result<()> {
-    let tmp = root.join(MANIFEST_TMP);
-    let bytes = serde_json::to_vec_pretty(manifest)
-        .map_err(|e| Error::ledger(&tmp, format!("cannot encode manifest: {e}")))?;
-    let mut file = io(&tmp, File::create(&tmp))?;
-    io(&tmp, file.write_all(&bytes).and_then(|()| file.sync_all()))?;
-    super::writer::failpoint_error("manifest-rename").map_err(|e| Error::io(&tmp, e))?;
-    let target = root.join(MANIFEST);
-    io(&target, fs::rename(&tmp, &target))
 }

@@ -1,77 +1,95 @@
-//! The embedded ledger: a folder of Hive-partitioned Parquet files and a manifest.
+//! The embedded ledger: Hive-partitioned Parquet files and numbered commit objects, in a
+//! local folder or (feature `cloud`) on an object store.
 //!
 //! ```text
-//! .gpuaudit/
-//!   LOCK                                   advisory lock, one writer at a time
-//!   manifest.json                          committed batches
+//! <ledger>/
+//!   _commits/<n>.json                      commit n: a batch added or removed (see `log`)
+//!   _commits/<n>.checkpoint.json           every batch as of commit n
 //!   charges/month=YYYY-MM/platform=P/<batch>-<n>.parquet
 //!   rollups/<batch>.parquet                the batch's spend by every key a summary asks for
 //!   rejects/<batch>/<n>-<file>.csv         rows not imported, with why (--skip-invalid)
+//!   _symlink_format_manifest/month=YYYY-MM/platform=P/manifest
+//!                                          the committed part files of the partition, one URL
+//!                                          a line (Hive symlink manifests, see `sql`)
 //! ```
 //!
 //! Decisions:
-//! - A batch is committed only by atomically replacing `manifest.json` (temp file, fsync,
-//!   rename, fsync of the folder). Readers read only files the manifest names, so a crash at
-//!   any instant leaves the ledger as before the batch or after it. Files no manifest names
-//!   are removed by the next writer, under the lock.
+//! - A batch is committed only by creating the next numbered commit object, create-only
+//!   (see `log`): no lock, no rename, the same protocol on a local folder and on an object
+//!   store. Readers read only files the commits name, so a crash at any instant leaves the
+//!   ledger as before the batch or after it; any number of writers may import at once.
+//! - Part files, rollups and rejects are written once, under names holding the batch id, at
+//!   their final place (an object store's are uploaded as each is written). A file no commit
+//!   names is removed by a later writer only once it is older than [`sweep_after`] (a day;
+//!   `GPUAUDIT_SWEEP_AFTER` in seconds): a younger one may be a concurrent writer's, about to
+//!   be committed. A program that globs `charges/**/*.parquet` may therefore see a batch
+//!   being written or a crashed one: engines read the symlink manifests or the file lists of
+//!   `gpuaudit sql ddl`, which name only committed files.
 //! - One `import` is one batch. A batch that adds no charge and rejects no row is not
-//!   recorded: the manifest stays byte for byte as it was.
+//!   recorded: no commit is made.
 //! - Deduplication: the ids of every committed charge are loaded (only the `id` column) when
 //!   a writer starts, into an [`IdIndex`] that holds at most [`crate::ids::IN_MEMORY`] ids in
-//!   memory and spills the rest to sorted runs under `tmp/<batch>/` (removed when the writer
-//!   ends, or by the next writer after a crash); a charge whose id is known, from the ledger or
-//!   earlier in the same batch, is a duplicate.
+//!   memory and spills the rest to sorted runs in a scratch folder (`tmp/<batch>/` of a local
+//!   ledger, the cache folder of an object store's), removed when the writer ends. A charge
+//!   whose id is known, from the ledger or earlier in the same batch, is a duplicate. A writer
+//!   that loses the race for a commit number reads the batches committed meanwhile: when none
+//!   holds one of its charges it commits as the next number; when one does (the same bill
+//!   imported twice at once), or a batch was removed meanwhile, it takes its files back and
+//!   imports its bills again against the new state, so that every charge lands once and each
+//!   file's count of new charges is true.
 //! - Charges are buffered per partition and flushed as Parquet part files every
 //!   [`FLUSH_ROWS`] rows, written by a second thread while parsing goes on. Memory is bounded
 //!   whatever the size of the input: the id index (two maps of about 35 MB, a 32 MiB filter
 //!   once it spills), three buffers of [`FLUSH_ROWS`] charges and the import pipeline's
 //!   batches (the README's Development section gives the peak memory of the benchmark).
 //! - Part files are written by the `part` module, which chooses each column's encoding from
-//!   what the ledger knows of it, past the page cache (`crate::direct`), and compressed with
-//!   LZ4 (the `LZ4_RAW` codec; DuckDB, polars and Spark read it), but for the ids, which LZ4
-//!   cannot shrink: zstd makes the files about half the size, for about a tenth more of an
-//!   import's CPU time, and import speed is what this ledger is chosen for.
+//!   what the ledger knows of it, past the page cache (`crate::direct`), compressed with the
+//!   codec every engine the ledger is read by reads (see `part`).
 //! - The partition month is the charge's billing period.
 //! - Each batch writes a rollup (see `rollup`) and records its spend by month, platform and
-//!   currency in the manifest, so that `summary` and the overview read neither the charges
+//!   currency in its commit, so that `summary` and the overview read neither the charges
 //!   (`query`). Both are derived data: `verify` checks the rollup against the part files.
-//! - Part files are written under `tmp/<batch>/` and moved into their partitions only at
-//!   commit, just before the manifest is replaced: a program that reads
-//!   `charges/**/*.parquet` directly (DuckDB) never sees a batch while it is being written,
-//!   and after a crash sees an orphan only if the crash fell between those moves and the
-//!   manifest (the next writer removes it).
 //! - Setting the environment variable `GPUAUDIT_FAILPOINT` to `before-publish` (Parquet
-//!   files written, not moved) or `before-commit` (moved, manifest not replaced) aborts the
-//!   process there: the crash tests use them to prove that such a crash loses nothing and
-//!   that the ledger shows nothing of the batch. `manifest-rename` makes replacing the
-//!   manifest fail (as a full disk would): the batch's part files are then moved back out of
-//!   `charges/` (removed), and the import fails with the ledger as it was.
+//!   files written, not committed) or `before-commit` (the commit about to be created) aborts
+//!   the process there: the crash tests use them to prove that such a crash loses nothing
+//!   and that the ledger shows nothing of the batch. `commit-create` makes creating the
+//!   commit fail (as a full disk would): the batch's files are then removed, and the import
+//!   fails with the ledger as it was.
 
+mod backend;
 mod cases;
 mod columns;
+mod commit;
 mod export;
+mod log;
 mod manifest;
 mod part;
 mod query;
 mod reader;
+#[cfg(feature = "cloud")]
+mod remote;
 mod repair;
 mod rollup;
 mod schema;
+mod sql;
 mod writer;
 
 use std::collections::{BTreeMap, HashSet};
-use std::fs::{self, File};
 use std::path::{Path, PathBuf};
+use std::time::{Duration, SystemTime};
 
 use chrono::Utc;
 use rust_decimal::Decimal;
 
+use backend::Backend;
 pub use cases::Review;
+use commit::Committed;
 pub use export::ExportFormat;
 pub use manifest::{Batch, Manifest, PartFile, SourceFile, Spend};
 pub use query::Overview;
 pub use repair::{Problem, Verified};
 pub use schema::COLUMNS;
+pub use sql::Dialect;
 pub use writer::Writer;
 use writer::{BatchSink, Failure};
 
@@ -86,9 +104,9 @@ pub const FLUSH_ROWS: usize = 32_768;
 /// The default ledger folder, relative to the working directory.
 pub const DEFAULT_DIR: &str = ".gpuaudit";
 
+/// The list of batches of a ledger written before commits (see `log`).
 const MANIFEST: &str = "manifest.json";
 const MANIFEST_TMP: &str = "manifest.json.tmp";
-const LOCK: &str = "LOCK";
 /// The folder of the batches' rollups (see `rollup`).
 const ROLLUPS: &str = "rollups";
 /// Scratch files of a writer (spilled id runs), removed when it ends or by the next writer.
@@ -145,10 +163,11 @@ pub struct ImportOutcome {
     pub skipped: Vec<import::delivery::Skipped>,
 }
 
-/// A ledger folder.
+/// A ledger: a local folder or an object store.
 #[derive(Debug, Clone)]
 pub struct Store {
     root: PathBuf,
+    backend: Backend,
 }
 
 /// Which charges to load.
@@ -162,35 +181,72 @@ fn io<T>(path: &Path, r: std::io::Result<T>) -> Result<T> {
     r.map_err(|e| Error::io(path, e))
 }
 
-fn sync_dir(path: &Path) -> Result<()> {
-    io(path, File::open(path).and_then(|d| d.sync_all()))
+/// How old a file no commit names must be before a writer removes it: a day, or
+/// `GPUAUDIT_SWEEP_AFTER` seconds.
+pub fn sweep_after() -> Duration {
+    let seconds = std::env::var("GPUAUDIT_SWEEP_AFTER").ok().and_then(|s| s.parse().ok());
+    Duration::from_secs(seconds.unwrap_or(24 * 3600))
 }
 
+/// The most times an import starts again after losing the race for a commit to a batch that
+/// holds some of its charges.
+const ATTEMPTS: u32 = 64;
+
 impl Store {
-    /// The ledger at `root` (nothing is read or created yet).
+    /// The ledger in the local folder `root` (nothing is read or created yet).
     pub fn open(root: impl Into<PathBuf>) -> Self {
-        Store { root: root.into() }
+        let root = root.into();
+        Store { backend: Backend::Local(root.clone()), root }
     }
 
-    /// The ledger folder.
+    /// The ledger at `location`: a folder (a path or `file://…`), or with the `cloud`
+    /// feature an object store (`s3://bucket/prefix`, `gs://…`, `az://…`; `endpoint` for an
+    /// S3-compatible store). A scheme this build does not read is an error
+    /// ([`ErrorKind::Location`]), never a local folder named after it.
+    pub fn at(location: &str, endpoint: Option<&str>) -> Result<Self> {
+        let Some((scheme, rest)) = location.split_once("://") else {
+            return Ok(Store::open(location));
+        };
+        if scheme == "file" {
+            return Ok(Store::open(rest));
+        }
+        let _ = endpoint;
+        #[cfg(feature = "cloud")]
+        if remote::SCHEMES.contains(&scheme) {
+            let remote = remote::Remote::open(location, endpoint)?;
+            let root = PathBuf::from(location.trim_end_matches('/'));
+            return Ok(Store { root, backend: Backend::Remote(std::sync::Arc::new(remote)) });
+        }
+        let message = if ["s3", "s3a", "gs", "az", "abfs", "abfss"].contains(&scheme) {
+            format!(
+                "this gpuaudit was built without object stores: {scheme}:// ledgers need the `cloud` feature (cargo install gpuaudit-cli --features cloud)"
+            )
+        } else {
+            format!(
+                "unknown scheme {scheme}://: a ledger is a folder, file://…, s3://…, gs://… or az://…"
+            )
+        };
+        Err(ErrorKind::Location { location: location.to_owned(), message }.into())
+    }
+
+    /// The ledger folder (an object store's URL).
     pub fn root(&self) -> &Path {
         &self.root
     }
 
-    /// Takes the writer's lock (waiting for another writer to finish), sweeps files left by
-    /// a crashed writer and loads the known ids.
+    /// Sweeps files left by crashed writers (see [`sweep_after`]) and loads the known ids.
     pub fn writer(&self) -> Result<Writer> {
         self.writer_keeping(crate::ids::IN_MEMORY, false)
     }
 
     /// [`Store::writer`], holding at most `ids_in_memory` ids in memory. A dry run writes
-    /// nothing to the ledger, not even the lock (the ledger may be read-only): it reads the
-    /// committed ids without the lock, and spills ids to the system's temporary folder.
+    /// nothing to the ledger (it may be read-only), and spills ids to the system's temporary
+    /// folder.
     fn writer_keeping(&self, ids_in_memory: usize, dry_run: bool) -> Result<Writer> {
-        let lock = if dry_run { None } else { Some(self.lock()?) };
-        let manifest = self.manifest()?;
+        let state = log::read(&self.backend)?;
         if !dry_run {
-            self.sweep(&manifest)?;
+            self.backend.ensure()?;
+            self.sweep(&state.manifest)?;
         }
         let batch = format!(
             "{}-{:08x}",
@@ -200,39 +256,38 @@ impl Store {
         let scratch = if dry_run {
             std::env::temp_dir().join(format!("gpuaudit-dry-run-{batch}"))
         } else {
-            self.root.join(TMP).join(&batch)
+            self.backend.scratch(&batch)
         };
         let mut known = IdIndex::spilling(scratch, ids_in_memory);
-        self.claim_committed_ids(&manifest, &mut known)?;
-        Ok(Writer::new(self.root.clone(), lock, manifest, known, batch))
+        self.claim_committed_ids(&state.manifest, &mut known)?;
+        Ok(Writer::new(self.clone(), state, known, batch))
     }
 
-    /// Takes the writer's lock, waiting for another writer to finish; creates the ledger
-    /// folder first. Released when the file is dropped.
-    fn lock(&self) -> Result<File> {
-        io(&self.root, fs::create_dir_all(&self.root))?;
-        let path = self.root.join(LOCK);
-        let lock =
-            io(&path, fs::OpenOptions::new().create(true).truncate(false).write(true).open(&path))?;
-        io(&path, lock.lock())?;
-        Ok(lock)
-    }
-
-    /// Removes files under `charges/` and `rejects/` that no committed batch names, and a
-    /// leftover temporary manifest.
+    /// Removes files under `charges/`, `rejects/`, `rollups/` and `tmp/` that no committed
+    /// batch names and that are older than [`sweep_after`], and a temporary manifest left by
+    /// a gpuaudit of before commits.
     fn sweep(&self, manifest: &Manifest) -> Result<()> {
-        let named: HashSet<PathBuf> = manifest
+        let named: HashSet<&str> = manifest
             .batches
             .iter()
             .flat_map(|b| b.files.iter().map(|p| &p.path).chain(&b.rejects).chain(&b.rollup))
-            .map(|p| self.root.join(p))
+            .map(String::as_str)
             .collect();
+        let old = SystemTime::now().checked_sub(sweep_after()).unwrap_or(SystemTime::UNIX_EPOCH);
         for top in ["charges", "rejects", ROLLUPS, TMP] {
-            remove_unnamed(&self.root.join(top), &named)?;
+            for file in self.backend.list(top)? {
+                if !named.contains(file.name.as_str()) && file.modified <= old {
+                    self.backend.delete(&file.name)?;
+                }
+            }
         }
-        let tmp = self.root.join(MANIFEST_TMP);
-        if tmp.exists() {
-            io(&tmp, fs::remove_file(&tmp))?;
+        if let Some(root) = self.backend.folder() {
+            let tmp = root.join(MANIFEST_TMP);
+            if tmp.is_file()
+                && std::fs::metadata(&tmp).and_then(|m| m.modified()).is_ok_and(|m| m <= old)
+            {
+                io(&tmp, std::fs::remove_file(&tmp))?;
+            }
         }
         Ok(())
     }
@@ -254,6 +309,33 @@ impl Store {
 
     /// [`Store::import`] of the bills found.
     fn import_bills(&self, files: &[PathBuf], options: &ImportOptions) -> Result<ImportOutcome> {
+        for attempt in 1.. {
+            match self.import_once(files, options)? {
+                Some(outcome) => return Ok(outcome),
+                None if attempt < ATTEMPTS => {
+                    // Lost the race to a batch with some of the same charges: again, after a
+                    // pause that keeps writers of the same bill from racing in step.
+                    let jitter = u64::from(Utc::now().timestamp_subsec_nanos() % 50);
+                    std::thread::sleep(Duration::from_millis(
+                        10 + jitter * u64::from(attempt.min(8)),
+                    ));
+                }
+                None => break,
+            }
+        }
+        let message = format!(
+            "gave up after {ATTEMPTS} attempts: other writers kept committing the same charges"
+        );
+        Err(Error::ledger(&self.root, message))
+    }
+
+    /// One attempt of [`Store::import_bills`]: `None` when the commit lost to a batch that
+    /// holds some of the same charges (nothing of this attempt is left in the ledger).
+    fn import_once(
+        &self,
+        files: &[PathBuf],
+        options: &ImportOptions,
+    ) -> Result<Option<ImportOutcome>> {
         let in_memory = options.ids_in_memory.unwrap_or(crate::ids::IN_MEMORY).max(1);
         let mut writer = self.writer_keeping(in_memory, options.dry_run)?;
         let mut outcomes = Vec::new();
@@ -323,28 +405,18 @@ impl Store {
         let totals = writer.totals.clone();
         if options.dry_run {
             writer.abort();
-            return Ok(ImportOutcome { batch: None, files: outcomes, totals, skipped: vec![] });
+            return Ok(Some(ImportOutcome {
+                batch: None,
+                files: outcomes,
+                totals,
+                skipped: vec![],
+            }));
         }
-        let batch = writer.commit()?;
-        Ok(ImportOutcome { batch, files: outcomes, totals, skipped: vec![] })
-    }
-}
-
-fn remove_unnamed(dir: &Path, named: &HashSet<PathBuf>) -> Result<()> {
-    let entries = match fs::read_dir(dir) {
-        Ok(entries) => entries,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
-        Err(e) => return Err(Error::io(dir, e)),
-    };
-    for entry in entries {
-        let path = io(dir, entry)?.path();
-        if path.is_dir() {
-            remove_unnamed(&path, named)?;
-            // Only succeeds when empty; a non-empty folder is still in use.
-            let _ = fs::remove_dir(&path);
-        } else if !named.contains(&path) {
-            io(&path, fs::remove_file(&path))?;
+        match writer.commit()? {
+            Committed::Done(batch) => {
+                Ok(Some(ImportOutcome { batch, files: outcomes, totals, skipped: vec![] }))
+            }
+            Committed::Lost => Ok(None),
         }
     }
-    Ok(())
 }

@@ -48,8 +48,9 @@ impl Store {
         for batch in self.manifest()?.batches {
             match &batch.rollup {
                 Some(rel) => {
-                    let path = self.root.join(rel);
-                    window.read(&path, &months).map_err(|e| reader::unreadable(e, &batch.id))?;
+                    let unreadable = |e| reader::unreadable(e, &batch.id);
+                    let path = self.backend.local(rel).map_err(unreadable)?;
+                    window.read(&path, &months).map_err(unreadable)?;
                 }
                 None => self.rollup_of_parts(&batch, &months, &mut window)?,
             }
@@ -93,32 +94,25 @@ impl Store {
     }
 
     /// Upgrades the batches of `manifest` written before rollups (they record no spend): each
-    /// gets its spend and, when it is small enough, a rollup, written under `staging`.
-    /// Returns the files to move into the ledger as the batch is published: (staged, final
-    /// path relative to the ledger). Run by the next commit, under the writer's lock, so that
-    /// an older ledger is summed from its part files once, not at every summary.
-    pub(super) fn upgrade_batches(
-        &self,
-        manifest: &mut Manifest,
-        staging: &std::path::Path,
-    ) -> Result<Vec<(std::path::PathBuf, String)>> {
-        let mut moves = Vec::new();
+    /// gets its spend and, when it is small enough, a rollup, written and published. Run by
+    /// the first commit of a ledger of before commits (see `log`), so that an older ledger is
+    /// summed from its part files once, not at every summary.
+    pub(super) fn upgrade_batches(&self, manifest: &mut Manifest) -> Result<()> {
         for batch in manifest.batches.iter_mut().filter(|b| b.spend.is_none()) {
             let mut rollup = Rollup::new();
             self.rollup_of_parts(batch, &HashSet::new(), &mut rollup)?;
             batch.spend = rollup.spend();
             if rollup.is_whole() && !batch.files.is_empty() {
-                let staged = staging.join(format!("rollup-{}.parquet", batch.id));
-                if let Some(dir) = staged.parent() {
-                    std::fs::create_dir_all(dir).map_err(|e| Error::io(dir, e))?;
-                }
+                let name = format!("{}/{}.parquet", super::ROLLUPS, batch.id);
+                let staged = self.backend.stage(&name);
+                super::backend::make_parent(&staged)?;
                 rollup.write(&staged)?;
-                let rel = format!("{}/{}.parquet", super::ROLLUPS, batch.id);
-                batch.rollup = Some(rel.clone());
-                moves.push((staged, rel));
+                self.backend.publish(&name)?;
+                self.backend.settle(std::iter::once(name.as_str()))?;
+                batch.rollup = Some(name);
             }
         }
-        Ok(moves)
+        Ok(())
     }
 
     /// Adds to `into` the spend of `batch`'s part files of `months` (all when empty), read
@@ -130,12 +124,14 @@ impl Store {
         into: &mut Rollup,
     ) -> Result<()> {
         for part in &batch.files {
-            let path = self.root.join(&part.path);
-            let bad = |m: String| reader::unreadable(Error::ledger(&path, m), &batch.id);
+            let shown = self.backend.shown(&part.path);
+            let bad = |m: String| reader::unreadable(Error::ledger(&shown, m), &batch.id);
             let month: YearMonth = part.month.parse().map_err(bad)?;
             if !months.is_empty() && !months.contains(&month) {
                 continue;
             }
+            let path =
+                self.backend.local(&part.path).map_err(|e| reader::unreadable(e, &batch.id))?;
             let columns = ROLLUP_COLUMNS.iter().map(|c| (*c).to_owned()).collect();
             let frame = reader::read_parquet(&path, Some(columns))
                 .map_err(|e| reader::unreadable(e, &batch.id))?;

@@ -3,12 +3,12 @@
 //! batch and the way out (`gpuaudit ledger --remove`), never a dead ledger.
 
 use std::collections::HashSet;
-use std::fs::{self, File};
+use std::fs::File;
 use std::path::Path;
 
 use polars::prelude::{ParquetReader, SerReader};
 
-use super::{LoadFilter, MANIFEST, Manifest, Store, columns, io};
+use super::{LoadFilter, Manifest, PartFile, Store, columns, io, log};
 use crate::charge::Charge;
 use crate::error::{Error, ErrorKind, Result};
 use crate::ids::IdIndex;
@@ -16,15 +16,12 @@ use crate::ids::IdIndex;
 impl Store {
     /// The committed batches; an empty manifest when the ledger does not exist yet.
     pub fn manifest(&self) -> Result<Manifest> {
-        let path = self.root.join(MANIFEST);
-        match fs::read(&path) {
-            Ok(bytes) => serde_json::from_slice(&bytes)
-                .map_err(|e| Error::ledger(&path, format!("unreadable manifest: {e}"))),
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-                Ok(Manifest { version: 1, batches: Vec::new() })
-            }
-            Err(e) => Err(Error::io(path, e)),
-        }
+        Ok(log::read(&self.backend)?.manifest)
+    }
+
+    /// The number of the ledger's newest commit (0 before the first).
+    pub fn head(&self) -> Result<u64> {
+        Ok(log::read(&self.backend)?.head)
     }
 
     /// The zone of each platform of the ledger, as the profiles that imported it said (the
@@ -46,7 +43,7 @@ impl Store {
     /// ([`crate::link_to_instances`]).
     pub fn load(&self, filter: &LoadFilter) -> Result<Vec<Charge>> {
         let manifest = self.manifest()?;
-        let (rows, parts) = self.parts_of(&manifest, filter);
+        let (rows, parts) = self.parts_of(&manifest, filter)?;
         // Room for every charge at once: growing the vector by doubling copied it (a charge
         // is some 430 bytes) and left up to half of it unused.
         let mut charges = Vec::with_capacity(rows);
@@ -71,7 +68,7 @@ impl Store {
     /// of one read and links each as [`Store::load_rows`] would.
     pub(super) fn load_rows_unlinked(&self, filter: &LoadFilter) -> Result<crate::window::Window> {
         let manifest = self.manifest()?;
-        let (rows, parts) = self.parts_of(&manifest, filter);
+        let (rows, parts) = self.parts_of(&manifest, filter)?;
         let mut window = crate::window::Window::with_capacity(rows);
         let decode = columns::rows_from_frame;
         let names: Vec<&str> = columns::row_columns().map(|c| c.name).collect();
@@ -82,12 +79,13 @@ impl Store {
     }
 
     /// The part files of `manifest` that `filter` reads, with their batches, in batch and
-    /// file order; and how many charges they hold.
+    /// file order, as local files (an object store's are downloaded once, see `remote`); and
+    /// how many charges they hold.
     pub(super) fn parts_of<'m>(
         &self,
         manifest: &'m Manifest,
         filter: &LoadFilter,
-    ) -> (usize, Vec<(&'m str, std::path::PathBuf)>) {
+    ) -> Result<(usize, Vec<(&'m str, std::path::PathBuf)>)> {
         let months: HashSet<String> = filter.months.iter().map(ToString::to_string).collect();
         let wanted = |part: &&super::PartFile| months.is_empty() || months.contains(&part.month);
         let parts = manifest
@@ -97,9 +95,10 @@ impl Store {
         let (mut rows, mut out) = (0, Vec::new());
         for (batch, part) in parts {
             rows += part.rows as usize;
-            out.push((batch, self.root.join(&part.path)));
+            let path = self.backend.local(&part.path).map_err(|e| unreadable(e, batch))?;
+            out.push((batch, path));
         }
-        (rows, out)
+        Ok((rows, out))
     }
 
     /// Claims in `known` the id of every charge of the committed part files (only the `id`
@@ -109,23 +108,32 @@ impl Store {
         manifest: &Manifest,
         known: &mut IdIndex,
     ) -> Result<()> {
-        let parts = manifest.batches.iter().flat_map(|b| b.files.iter().map(move |p| (b, p)));
-        for (batch, part) in parts {
-            let path = self.root.join(&part.path);
-            let unreadable = |e| unreadable(e, &batch.id);
-            let df = read_parquet(&path, Some(vec!["id".into()])).map_err(unreadable)?;
-            let ids = df
-                .column("id")
-                .and_then(|c| c.str().cloned())
-                .map_err(|e| unreadable(Error::ledger(&path, e.to_string())))?;
-            for id in ids.iter().flatten() {
-                let id = u128::from_str_radix(id, 16).map_err(|_| {
-                    unreadable(Error::ledger(&path, format!("bad charge id {id:?}")))
-                })?;
-                known.claim(id, 0)?;
+        for batch in &manifest.batches {
+            for part in &batch.files {
+                for id in self.part_ids(&batch.id, part)? {
+                    known.claim(id, 0)?;
+                }
             }
         }
         Ok(())
+    }
+
+    /// The charge ids of part file `part` of batch `batch` (only the `id` column is read).
+    pub(super) fn part_ids(&self, batch: &str, part: &PartFile) -> Result<Vec<u128>> {
+        let unreadable = |e| unreadable(e, batch);
+        let path = self.backend.local(&part.path).map_err(unreadable)?;
+        let df = read_parquet(&path, Some(vec!["id".into()])).map_err(unreadable)?;
+        let ids = df
+            .column("id")
+            .and_then(|c| c.str().cloned())
+            .map_err(|e| unreadable(Error::ledger(&path, e.to_string())))?;
+        ids.iter()
+            .flatten()
+            .map(|id| {
+                u128::from_str_radix(id, 16)
+                    .map_err(|_| unreadable(Error::ledger(&path, format!("bad charge id {id:?}"))))
+            })
+            .collect()
     }
 }
 

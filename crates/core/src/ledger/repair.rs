@@ -1,22 +1,20 @@
 //! A way back: taking a batch out of the ledger, and checking every committed file.
 //!
-//! - [`Store::remove_batch`] commits like an import: under the writer's lock, a new manifest
-//!   without the batch replaces the old one atomically (temp file, fsync, rename); the batch's
-//!   part and reject files, which no manifest names any more, are swept afterwards. It reads
-//!   no part file, so it repairs a ledger whose files cannot be read.
+//! - [`Store::remove_batch`] commits like an import: it creates the next commit, one that
+//!   removes the batch (reading the state again when another writer took the number), then
+//!   deletes the batch's files, which no commit names any more. It reads no part file, so it
+//!   repairs a ledger whose files cannot be read.
 //! - [`Store::verify`] checks every file the manifest names: it exists, reads as a part file
 //!   of the ledger's schema, has the rows the manifest says, and holds ids no other charge
 //!   has; and that the batch's rollup reads and sums to what its part files hold. It writes
 //!   nothing and takes no lock.
 
-use std::fs;
-
-use super::manifest::replace_manifest;
 use polars::prelude::DataFrame;
 
+use super::log::{self, Commit};
 use super::reader::read_parquet;
 use super::rollup::Rollup;
-use super::{Batch, MANIFEST, PartFile, Store, TMP, columns, sync_dir};
+use super::{Batch, PartFile, Store, columns};
 use crate::error::{Error, Result};
 use crate::ids::{Claim, IdIndex};
 
@@ -47,21 +45,45 @@ pub struct Verified {
 impl Store {
     /// Takes batch `id` out of the ledger, atomically; returns what it held.
     pub fn remove_batch(&self, id: &str) -> Result<Batch> {
-        let lock = self.lock()?;
-        let mut manifest = self.manifest()?;
-        let Some(at) = manifest.batches.iter().position(|b| b.id == id) else {
-            let known: Vec<&str> = manifest.batches.iter().map(|b| b.id.as_str()).collect();
-            let known = if known.is_empty() { "none".to_owned() } else { known.join(", ") };
-            return Err(Error::ledger(&self.root, format!("no batch {id:?}; batches: {known}")));
-        };
-        let removed = manifest.batches.remove(at);
-        replace_manifest(&self.root, &manifest)?;
-        sync_dir(&self.root)?;
-        // The files of the batch are named by no manifest now: the sweep removes them.
-        self.sweep(&manifest)?;
-        let _ = fs::remove_dir(self.root.join(TMP));
-        drop(lock);
-        Ok(removed)
+        for _ in 0..super::ATTEMPTS {
+            let mut state = log::read(&self.backend)?;
+            let Some(removed) = state.manifest.batches.iter().find(|b| b.id == id).cloned() else {
+                let known: Vec<&str> =
+                    state.manifest.batches.iter().map(|b| b.id.as_str()).collect();
+                let known = if known.is_empty() { "none".to_owned() } else { known.join(", ") };
+                return Err(Error::ledger(
+                    &self.root,
+                    format!("no batch {id:?}; batches: {known}"),
+                ));
+            };
+            if state.legacy {
+                log::checkpoint(&self.backend, 0, &state.manifest)?;
+            }
+            let commit = Commit::removing(state.head + 1, id);
+            if !log::create(&self.backend, &commit)? {
+                continue;
+            }
+            state.apply(&commit);
+            let partitions =
+                removed.files.iter().map(|p| (p.month.clone(), p.platform.clone())).collect();
+            if state.head.is_multiple_of(log::CHECKPOINT_EVERY) {
+                log::checkpoint(&self.backend, state.head, &state.manifest)?;
+            }
+            super::sql::write_symlinks(&self.backend, &mut state, &partitions)?;
+            // Dead now: its files go at once (a reader of the state before the removal that
+            // still reads them is told a file is missing, never given a wrong answer).
+            let files = removed
+                .files
+                .iter()
+                .map(|p| &p.path)
+                .chain(&removed.rejects)
+                .chain(&removed.rollup);
+            for name in files {
+                self.backend.delete(name)?;
+            }
+            return Ok(removed);
+        }
+        Err(Error::ledger(&self.root, "gave up: other writers kept committing"))
     }
 
     /// Checks every file the manifest names (see the module docs).
@@ -81,7 +103,10 @@ impl Store {
             for part in &batch.files {
                 out.files += 1;
                 rows += part.rows;
-                let path = self.root.join(&part.path);
+                let Ok(path) = self.backend.local(&part.path) else {
+                    out.problems.push(problem(&part.path, "is missing".into()));
+                    continue;
+                };
                 if !path.is_file() {
                     out.problems.push(problem(&part.path, "is missing".into()));
                     continue;
@@ -125,15 +150,15 @@ impl Store {
             }
             if rows != batch.rows {
                 let m = format!("its files hold {rows} charges, the batch says {}", batch.rows);
-                out.problems.push(problem(MANIFEST, m));
+                out.problems.push(problem(log::COMMITS, m));
             }
             // A part file already found wrong explains a rollup that does not match it.
             let parts_ok = out.problems.iter().all(|p| p.batch != batch.id);
             if let Some(m) = self.rollup_problem(batch, parts_ok.then_some(&rollup)) {
-                out.problems.push(problem(batch.rollup.as_deref().unwrap_or(MANIFEST), m));
+                out.problems.push(problem(batch.rollup.as_deref().unwrap_or(log::COMMITS), m));
             }
             for reject in &batch.rejects {
-                if !self.root.join(reject).is_file() {
+                if !self.backend.local(reject).is_ok_and(|p| p.is_file()) {
                     out.problems.push(problem(reject, "is missing".into()));
                 }
             }
@@ -145,10 +170,10 @@ impl Store {
     /// files (when they all read): missing, unreadable, or summing to something else.
     fn rollup_problem(&self, batch: &Batch, computed: Option<&Rollup>) -> Option<String> {
         let rel = batch.rollup.as_deref()?;
-        let path = self.root.join(rel);
-        if !path.is_file() {
-            return Some("is missing".into());
-        }
+        let path = match self.backend.local(rel) {
+            Ok(path) if path.is_file() => path,
+            _ => return Some("is missing".into()),
+        };
         let mut read = Rollup::unlimited(true);
         if let Err(e) = read.read(&path, &Default::default()) {
             return Some(format!("cannot be read: {e}"));

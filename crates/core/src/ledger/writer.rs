@@ -1,18 +1,19 @@
 //! Writing a batch: charges buffered per partition and flushed as Parquet part files by a
-//! thread of their own, rejected rows kept as CSV, and the commit that moves the files into
-//! their partitions and replaces the manifest (or, on any failure, removes them again).
+//! thread of their own (which publishes each, see `backend`), rejected rows kept as CSV; the
+//! commit is in `commit`.
 
-use std::collections::{BTreeMap, BTreeSet};
-use std::fs::{self, File};
+use std::collections::BTreeMap;
+use std::fs::File;
 use std::path::{Path, PathBuf};
 
-use chrono::Utc;
 use polars::prelude::{BooleanChunked, DataFrame};
 
+use super::backend::{Backend, make_parent};
 use super::columns::{self, FrameBuilder};
-use super::manifest::{Batch, Manifest, PartFile, SourceFile, replace_manifest};
+use super::log::State;
+use super::manifest::{PartFile, SourceFile};
 use super::rollup::Rollup;
-use super::{FLUSH_ROWS, ImportOptions, MANIFEST_TMP, ROLLUPS, TMP, Totals, io, part, sync_dir};
+use super::{FLUSH_ROWS, ImportOptions, ROLLUPS, Store, Totals, io, part};
 use crate::charge::{Charge, ChargeId, YearMonth};
 use crate::error::{Error, ErrorKind, MAX_LISTED_ROW_ERRORS, Result, RowError};
 use crate::ids::IdIndex;
@@ -33,33 +34,34 @@ struct Pending {
     platform: &'static str,
 }
 
-/// A batch being written, holding the ledger's lock.
+/// A batch being written.
 pub struct Writer {
-    root: PathBuf,
-    /// The advisory lock, released on drop; `None` for a dry run on a missing ledger.
-    _lock: Option<File>,
-    manifest: Manifest,
+    pub(super) store: Store,
+    /// The ledger as the writer found it (and, at commit, as it is when it commits).
+    pub(super) state: State,
     /// Every id of the ledger and of the batch so far.
-    known: IdIndex,
+    pub(super) known: IdIndex,
     /// Serial of the file being read (0 stands for the committed ledger).
     pub(super) file: u32,
-    batch: String,
+    pub(super) batch: String,
     buffers: BTreeMap<(YearMonth, String), Vec<DataFrame>>,
     /// What is known of the charges whose columns have not come yet.
     pending: Vec<Pending>,
-    parts: Vec<PartFile>,
-    rejects: Vec<String>,
+    pub(super) parts: Vec<PartFile>,
+    pub(super) rejects: Vec<String>,
     pub(super) sources: Vec<SourceFile>,
     pub(super) totals: Totals,
     parquet: Option<ParquetThread>,
     /// The rollup of the part files written so far.
-    rollup: Rollup,
+    pub(super) rollup: Rollup,
     /// The rollup file written at commit, relative to the ledger folder.
-    rollup_file: Option<String>,
+    pub(super) rollup_file: Option<String>,
+    /// The commit upgrades a ledger of before commits (see `log`).
+    pub(super) upgraded: bool,
 }
 
-/// Columns waiting to be written, where, and their partition.
-type ParquetJob = (PathBuf, DataFrame, YearMonth, String);
+/// Columns waiting to be written: the name of their part file, the frame and its partition.
+type ParquetJob = (String, DataFrame, YearMonth, String);
 
 /// The thread that turns buffered charges into Parquet part files, one batch behind parsing,
 /// and sums them into the batch's rollup.
@@ -69,18 +71,21 @@ struct ParquetThread {
 }
 
 impl ParquetThread {
-    fn start() -> Self {
+    fn start(backend: Backend) -> Self {
         // One part file may wait while another is written, so parsing does not stall when a
         // write takes longer than a flush's worth of parsing (the writer's LZ4 and file
         // output run on this one thread). Memory holds at most three flushes' worth.
         let (jobs, queue) = std::sync::mpsc::sync_channel::<ParquetJob>(1);
         let thread = std::thread::spawn(move || {
             let mut rollup = Rollup::new();
-            for (path, mut frame, month, platform) in queue {
+            for (name, mut frame, month, platform) in queue {
+                let path = backend.stage(&name);
                 rollup.add_frame(month, &platform, &frame).map_err(|source| {
                     Error::from(ErrorKind::Parquet { path: path.clone(), source })
                 })?;
+                make_parent(&path)?;
                 write_part(&path, &mut frame)?;
+                backend.publish(&name)?;
             }
             Ok(rollup)
         });
@@ -111,19 +116,11 @@ pub(crate) enum Columns {
 }
 
 impl Writer {
-    /// A writer of batch `batch` of the ledger at `root`, holding `lock` (none for a dry run),
-    /// with the committed `manifest` and the ids it names in `known`.
-    pub(super) fn new(
-        root: PathBuf,
-        lock: Option<File>,
-        manifest: Manifest,
-        known: IdIndex,
-        batch: String,
-    ) -> Self {
+    /// A writer of batch `batch` of `store`, as of `state`, with the ids it names in `known`.
+    pub(super) fn new(store: Store, state: State, known: IdIndex, batch: String) -> Self {
         Writer {
-            root,
-            _lock: lock,
-            manifest,
+            store,
+            state,
             known,
             file: 0,
             batch,
@@ -136,6 +133,7 @@ impl Writer {
             parquet: None,
             rollup: Rollup::new(),
             rollup_file: None,
+            upgraded: false,
         }
     }
 
@@ -184,9 +182,9 @@ impl Writer {
             return Ok(());
         }
         let frame_error =
-            |e: polars::prelude::PolarsError| Error::ledger(&self.root, e.to_string());
+            |e: polars::prelude::PolarsError| Error::ledger(&self.store.root, e.to_string());
         if frame.height() != pending.len() {
-            return Err(Error::ledger(&self.root, "columns and charges out of step"));
+            return Err(Error::ledger(&self.store.root, "columns and charges out of step"));
         }
         let ids: Vec<u128> = pending.iter().map(|p| p.id).collect();
         let frame = columns::with_ids(frame, &ids).map_err(frame_error)?;
@@ -223,29 +221,26 @@ impl Writer {
 
     /// Hands every buffered partition to the Parquet thread, which writes it as a part file
     /// while parsing goes on (the machines have two cores).
-    fn flush(&mut self) -> Result<()> {
+    pub(super) fn flush(&mut self) -> Result<()> {
         for ((month, platform), frames) in std::mem::take(&mut self.buffers) {
             let mut frames = frames.into_iter();
             let Some(mut frame) = frames.next() else { continue };
             for more in frames {
                 frame
                     .vstack_mut_owned(more)
-                    .map_err(|e| Error::ledger(&self.root, e.to_string()))?;
+                    .map_err(|e| Error::ledger(&self.store.root, e.to_string()))?;
             }
             let dir = format!("charges/month={month}/platform={platform}");
             let rel = format!("{dir}/{}-{:04}.parquet", self.batch, self.parts.len());
-            let path = self.staging(self.parts.len());
-            if let Some(staging) = path.parent() {
-                io(staging, fs::create_dir_all(staging))?;
-            }
             self.parts.push(PartFile {
-                path: rel,
+                path: rel.clone(),
                 month: month.to_string(),
                 platform: platform.clone(),
                 rows: frame.height() as u64,
             });
-            let parquet = self.parquet.get_or_insert_with(ParquetThread::start);
-            if parquet.jobs.send((path, frame, month, platform)).is_err() {
+            let backend = &self.store.backend;
+            let parquet = self.parquet.get_or_insert_with(|| ParquetThread::start(backend.clone()));
+            if parquet.jobs.send((rel, frame, month, platform)).is_err() {
                 // The thread stopped on an error: `finish_parquet` reports it.
                 return self.finish_parquet();
             }
@@ -253,48 +248,15 @@ impl Writer {
         Ok(())
     }
 
-    /// Where part file `n` is written before the batch is committed: under `tmp/`, so that
-    /// a program reading `charges/**/*.parquet` directly never sees a batch being written.
-    fn staging(&self, n: usize) -> PathBuf {
-        self.root.join(TMP).join(&self.batch).join(format!("part-{n:04}.parquet"))
-    }
-
-    /// Moves the written part files to their partitions, and makes the moves durable.
-    fn publish(&self) -> Result<()> {
-        for (n, part) in self.parts.iter().enumerate() {
-            let target = self.root.join(&part.path);
-            if let Some(dir) = target.parent() {
-                io(dir, fs::create_dir_all(dir))?;
-            }
-            io(&target, fs::rename(self.staging(n), &target))?;
-        }
-        if let Some(rel) = &self.rollup_file {
-            let target = self.root.join(rel);
-            if let Some(dir) = target.parent() {
-                io(dir, fs::create_dir_all(dir))?;
-            }
-            io(&target, fs::rename(self.rollup_staging(), &target))?;
-            sync_dir(&self.root.join(ROLLUPS))?;
-        }
-        // Each partition folder once: a batch has a part file every FLUSH_ROWS rows, and
-        // syncing the same folder after each of them took a millisecond a time.
-        let dirs: BTreeSet<&Path> =
-            self.parts.iter().filter_map(|p| Path::new(&p.path).parent()).collect();
-        for dir in dirs {
-            sync_dir(&self.root.join(dir))?;
-        }
-        Ok(())
-    }
-
     /// Waits for the Parquet thread to write what it was given, and takes its rollup; its
     /// first error, if any.
-    fn finish_parquet(&mut self) -> Result<()> {
+    pub(super) fn finish_parquet(&mut self) -> Result<()> {
         match self.parquet.take() {
             None => Ok(()),
             Some(ParquetThread { jobs, thread, .. }) => {
                 drop(jobs);
                 let rollup = thread.join().unwrap_or_else(|_| {
-                    Err(Error::ledger(&self.root, "the Parquet writer thread panicked"))
+                    Err(Error::ledger(&self.store.root, "the Parquet writer thread panicked"))
                 })?;
                 self.rollup.absorb(rollup);
                 Ok(())
@@ -304,32 +266,24 @@ impl Writer {
 
     /// Writes the batch's rollup under `rollups/` (when it is whole and not empty); the
     /// manifest names it at commit.
-    fn write_rollup(&mut self) -> Result<()> {
+    pub(super) fn write_rollup(&mut self) -> Result<()> {
         if !self.rollup.is_whole() || self.parts.is_empty() {
             return Ok(());
         }
-        let path = self.rollup_staging();
-        if let Some(dir) = path.parent() {
-            io(dir, fs::create_dir_all(dir))?;
-        }
+        let name = format!("{ROLLUPS}/{}.parquet", self.batch);
+        let path = self.store.backend.stage(&name);
+        make_parent(&path)?;
+        self.rollup_file = Some(name.clone());
         self.rollup.write(&path)?;
-        self.rollup_file = Some(format!("{ROLLUPS}/{}.parquet", self.batch));
-        Ok(())
-    }
-
-    /// Where the rollup is written before the batch is committed (see [`Writer::staging`]).
-    fn rollup_staging(&self) -> PathBuf {
-        self.root.join(TMP).join(&self.batch).join("rollup.parquet")
+        self.store.backend.publish(&name)
     }
 
     fn start_rejects(&mut self, path: &Path, header: &[String]) -> Result<RejectFile> {
         let name = path.file_name().map_or_else(|| "input".into(), |n| n.to_string_lossy());
         let rel = format!("rejects/{}/{:03}-{name}", self.batch, self.sources.len());
-        let full = self.root.join(&rel);
-        if let Some(dir) = full.parent() {
-            io(dir, fs::create_dir_all(dir))?;
-        }
-        self.rejects.push(rel);
+        let full = self.store.backend.stage(&rel);
+        make_parent(&full)?;
+        self.rejects.push(rel.clone());
         let file = io(&full, File::create(&full))?;
         // Rows keep their width, whatever it is: a short or long row is the most common bad row.
         let mut csv =
@@ -337,102 +291,32 @@ impl Writer {
         let mut head = vec!["line".to_owned(), "column".to_owned(), "reason".to_owned()];
         head.extend(header.iter().cloned());
         csv.write_record(&head).map_err(|e| csv_error(&full, e))?;
-        Ok(RejectFile { path: full, csv })
+        Ok(RejectFile { path: full, name: rel, csv })
     }
 
     pub(super) fn finish_rejects(&mut self, rejects: RejectFile) -> Result<()> {
-        let RejectFile { path, csv } = rejects;
+        let RejectFile { path, name, csv } = rejects;
         let file = csv
             .into_inner()
             .map_err(|e| Error::io(&path, e.into_error()))?
             .into_inner()
             .map_err(|e| Error::io(&path, e.into_error()))?;
-        io(&path, file.sync_all())
+        io(&path, file.sync_all())?;
+        self.store.backend.publish(&name)
     }
 
-    /// Removes what this batch wrote; the manifest was never touched.
+    /// Removes what this batch wrote; no commit names it.
     pub(super) fn abort(&mut self) {
         self.buffers.clear();
         let _ = self.finish_parquet();
-        for n in 0..self.parts.len() {
-            let _ = fs::remove_file(self.staging(n));
-        }
-        let _ = fs::remove_file(self.rollup_staging());
         let written =
             self.parts.iter().map(|p| &p.path).chain(&self.rejects).chain(&self.rollup_file);
-        for rel in written {
-            let path = self.root.join(rel);
-            let _ = fs::remove_file(&path);
-            // Remove the folders this batch created, when it left them empty.
-            let mut dir = path.parent();
-            while let Some(d) = dir.filter(|d| *d != self.root) {
-                if fs::remove_dir(d).is_err() {
-                    break;
-                }
-                dir = d.parent();
-            }
+        for name in written {
+            self.store.backend.unstage(name);
         }
         self.parts.clear();
         self.rejects.clear();
         self.rollup_file = None;
-    }
-
-    /// Writes what is buffered and commits the batch by replacing the manifest. Returns the
-    /// batch id, or `None` when the batch added nothing (then nothing changes).
-    pub(super) fn commit(mut self) -> Result<Option<String>> {
-        let written =
-            self.flush().and_then(|()| self.finish_parquet()).and_then(|()| self.write_rollup());
-        if let Err(e) = written {
-            self.abort();
-            return Err(e);
-        }
-        if self.parts.is_empty() && self.rejects.is_empty() {
-            return Ok(None);
-        }
-        let mut manifest = std::mem::take(&mut self.manifest);
-        let staging = self.root.join(TMP).join(&self.batch);
-        let upgrades =
-            super::Store::open(self.root.clone()).upgrade_batches(&mut manifest, &staging);
-        let upgrades = match upgrades {
-            Ok(upgrades) => upgrades,
-            Err(e) => {
-                self.abort();
-                return Err(e);
-            }
-        };
-        failpoint("before-publish");
-        if let Err(e) = self.publish().and_then(|()| publish_upgrades(&self.root, &upgrades)) {
-            remove_upgrades(&self.root, &upgrades);
-            self.abort();
-            return Err(e);
-        }
-        let months: BTreeSet<String> = self.parts.iter().map(|p| p.month.clone()).collect();
-        let batch = Batch {
-            id: self.batch.clone(),
-            created: Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Secs, true),
-            sources: std::mem::take(&mut self.sources),
-            rows: self.parts.iter().map(|p| p.rows).sum(),
-            months: months.into_iter().collect(),
-            files: self.parts.clone(),
-            rejects: self.rejects.clone(),
-            rollup: self.rollup_file.clone(),
-            spend: self.rollup.spend(),
-        };
-        manifest.version = 1;
-        manifest.batches.push(batch);
-        failpoint("before-commit");
-        if let Err(e) = replace_manifest(&self.root, &manifest) {
-            // The manifest was not replaced: the batch's files go, so that nothing reading
-            // `charges/**` directly counts rows no manifest names.
-            let _ = fs::remove_file(self.root.join(MANIFEST_TMP));
-            remove_upgrades(&self.root, &upgrades);
-            self.abort();
-            return Err(e);
-        }
-        self.parts.clear();
-        self.rejects.clear();
-        sync_dir(&self.root)?;
-        Ok(Some(self.batch.clone()))
     }
 }
 
@@ -440,30 +324,9 @@ impl Drop for Writer {
     /// Removes the writer's scratch files, and the scratch folder when no other is left.
     fn drop(&mut self) {
         self.known = IdIndex::in_memory();
-        let _ = fs::remove_dir(self.root.join(TMP));
-    }
-}
-
-/// Moves the rollups of upgraded batches into the ledger (see `Store::upgrade_batches`).
-fn publish_upgrades(root: &Path, upgrades: &[(PathBuf, String)]) -> Result<()> {
-    for (staged, rel) in upgrades {
-        let target = root.join(rel);
-        if let Some(dir) = target.parent() {
-            io(dir, fs::create_dir_all(dir))?;
-        }
-        io(&target, fs::rename(staged, &target))?;
-    }
-    if !upgrades.is_empty() {
-        sync_dir(&root.join(ROLLUPS))?;
-    }
-    Ok(())
-}
-
-/// Takes the upgraded batches' rollups back out when the commit fails.
-fn remove_upgrades(root: &Path, upgrades: &[(PathBuf, String)]) {
-    for (staged, rel) in upgrades {
-        let _ = fs::remove_file(staged);
-        let _ = fs::remove_file(root.join(rel));
+        let _ = std::fs::remove_dir(
+            self.store.backend.scratch(&self.batch).parent().unwrap_or(Path::new("")),
+        );
     }
 }
 
@@ -477,7 +340,7 @@ pub(super) fn failpoint_error(name: &str) -> std::io::Result<()> {
 }
 
 /// Aborts the process at `name` when `GPUAUDIT_FAILPOINT` says so (crash tests).
-fn failpoint(name: &str) {
+pub(super) fn failpoint(name: &str) {
     if std::env::var_os("GPUAUDIT_FAILPOINT").is_some_and(|v| v == name) {
         std::process::abort();
     }
@@ -492,6 +355,7 @@ fn csv_error(path: &Path, e: csv::Error) -> Error {
 
 pub(super) struct RejectFile {
     path: PathBuf,
+    name: String,
     csv: csv::Writer<std::io::BufWriter<File>>,
 }
 
@@ -561,7 +425,7 @@ impl Sink for BatchSink<'_> {
     fn batch(&mut self, batch: Columns) -> Result<()> {
         match batch {
             Columns::Built(frame) => self.writer.add_frame(frame),
-            _ => Err(Error::ledger(&self.writer.root, "a batch of charges came unsealed")),
+            _ => Err(Error::ledger(&self.writer.store.root, "a batch of charges came unsealed")),
         }
     }
 
