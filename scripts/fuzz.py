@@ -387,6 +387,64 @@ def export_property(binary, work, rng, pool, failures):
         failures.append(f"{kept}: its FOCUS export ({out.suffix}) does not import back to the same spend: exit {code} {err[:200]}\n  want {want[:300]!r}\n  got  {got[:300]!r}")
 
 
+def commit_property(binary, work, rng, failures):
+    """A ledger whose commit objects are damaged (cut, bytes flipped, a number changed, one
+    removed, a stray file added) is read or refused with exit 2 naming the commit; never a
+    panic, and never fewer charges without an error. An import into it either succeeds (a
+    commit was removed: the ledger is its commits) or is refused the same way."""
+    ledger = work / "commit-ledger"
+    shutil.rmtree(ledger, ignore_errors=True)
+    bills = sorted(str(p) for p in (ROOT / "examples/bills").glob("*.csv"))
+    for bill in bills:
+        if run(binary, ledger, ["import", bill], work)[0] != 0:
+            failures.append(f"cannot import {bill} for the commit property")
+            return
+    commits = sorted((ledger / "_commits").glob("*.json"))
+    target = rng.choice(commits)
+    data = bytearray(target.read_bytes())
+    choice = rng.randrange(5)
+    if choice == 0:
+        data = data[: rng.randrange(len(data))]
+    elif choice == 1:
+        for _ in range(rng.randint(1, 8)):
+            data[rng.randrange(len(data))] = rng.randrange(256)
+    elif choice == 2:
+        data = data.replace(b'"commit": ', b'"commit": 9', 1)
+    elif choice == 3:
+        target.unlink()
+        data = None
+    else:
+        (ledger / "_commits" / "notes.json").write_text("{}")
+    if data is not None:
+        target.write_bytes(bytes(data))
+    for args in (["ledger"], ["summary", "--format", "csv"], ["import", bills[0]]):
+        code, out, err = run(binary, ledger, args, work)
+        named = "_commits/" in err
+        if code not in (0, 2) or "panicked" in err or (code == 2 and not named):
+            kept = work / f"commit-{len(failures):04d}.json"
+            if target.exists():
+                shutil.copy(target, kept)
+            failures.append(f"{kept}: {args[0]} on a damaged commit ({choice}) exits {code}: {err[:300]}")
+            return
+        if choice == 4 and code != 0:
+            failures.append(f"a stray file in _commits/ stops {args[0]}: {err[:300]}")
+
+
+def location_property(binary, work, rng, failures):
+    """A --ledger of any scheme is opened or refused with exit 2 naming it: never a folder
+    named after the scheme, never a panic."""
+    scheme = rng.choice(["s3", "S3", "gs", "az", "abfss", "ftp", "http", "file", "", "s3a", "x" * 300, "\u00e9"])
+    rest = rng.choice(["bills/ledger", "", "/", "bucket", "b/../c", "b/" + "x" * 2000, "b?x=1#f", "%00"])
+    url = f"{scheme}://{rest}"
+    before = set(p.name for p in work.iterdir())
+    code, out, err = run(binary, url, ["summary"], work)
+    made = set(p.name for p in work.iterdir()) - before
+    if code not in (0, 2) or "panicked" in err or (code == 2 and "--ledger" not in err and "ledger" not in err):
+        failures.append(f"--ledger {url[:80]!r} exits {code}: {err[:300]}")
+    if any(name.endswith(":") for name in made):
+        failures.append(f"--ledger {url[:80]!r} made a local folder {made}")
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("binary")
@@ -417,6 +475,8 @@ def main():
             grouping_property(binary, work, rng, failures)
             config_property(binary, work, rng, failures)
             export_property(binary, work, rng, pool, failures)
+            commit_property(binary, work, rng, failures)
+            location_property(binary, work, rng, failures)
         seed = rng.choice(pool)
         data = seed.read_bytes()
         mutate = {".xlsx": xlsx_mutation, ".parquet": parquet_mutation}.get(seed.suffix.lower(), csv_mutation)

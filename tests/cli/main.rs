@@ -4,6 +4,7 @@
 
 mod cost;
 mod delivery;
+mod engines;
 mod export;
 mod report;
 mod shell;

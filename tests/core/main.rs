@@ -20,6 +20,8 @@ mod formats;
 mod read_side;
 mod reconcile;
 #[cfg(feature = "store")]
+mod shared;
+#[cfg(feature = "store")]
 mod store;
 mod third_month;
 mod trust;

@@ -100,12 +100,20 @@ impl Store {
             // Each part is decoded and made into the export's rows (CSV bytes, or a frame) on
             // the reading threads; this thread only writes them, in order.
             match format {
-                ExportFormat::Csv => {
-                    super::reader::read_parts_in_order(&parts, None, csv_chunk, &mut take)?
-                }
-                ExportFormat::Parquet => {
-                    super::reader::read_parts_in_order(&parts, None, frame_chunk, &mut take)?
-                }
+                ExportFormat::Csv => super::reader::read_parts_in_order(
+                    &self.backend,
+                    &parts,
+                    None,
+                    csv_chunk,
+                    &mut take,
+                )?,
+                ExportFormat::Parquet => super::reader::read_parts_in_order(
+                    &self.backend,
+                    &parts,
+                    None,
+                    frame_chunk,
+                    &mut take,
+                )?,
             }
             if let Some(e) = failed {
                 return Err(e);

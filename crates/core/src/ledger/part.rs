@@ -16,7 +16,18 @@
 //!
 //! A part file is one row group (a part holds at most a few flushes' worth of rows). Readers
 //! see the same file as from `ParquetWriter`: the same Parquet schema and Arrow schema
-//! metadata, statistics, and LZ4 (`LZ4_RAW`) pages.
+//! metadata and statistics.
+//!
+//! The codec is SNAPPY, which every engine the ledger is meant for reads: DuckDB, polars,
+//! Spark, Trino, Presto and Athena (ZSTD too). `LZ4_RAW`, which earlier ledgers used, is
+//! read by DuckDB, polars and Spark ≥ 3.5, but Trino's reader does not map it to a codec it
+//! has and Athena does not list it. Measured on the 1 GB FOCUS export (`RUNS=6 python
+//! benches/object_store.py`, medians, each codec first in turn): SNAPPY 3.83 s and 227 MB of
+//! ledger, `LZ4_RAW` 3.88 s and 224 MB, ZSTD (level 1) 3.93 s and 189 MB (4.13 s against
+//! 3.75 s in a first run of 3): SNAPPY keeps the import's speed and the fastest decoding for
+//! the read side; ZSTD would make files a sixth smaller for a few per cent of the import. Older part files stay as they were: every reader of the
+//! ledger reads all three. The environment variable `GPUAUDIT_PARQUET_CODEC` (`snappy`,
+//! `zstd`, `lz4_raw`) chooses another, for that benchmark.
 
 use std::io::Write;
 
@@ -32,7 +43,8 @@ use polars_parquet::write::{
     array_to_columns, to_parquet_schema,
 };
 
-/// The writer's options: polars' defaults (statistics on, version 1 pages) with LZ4.
+/// The writer's options: polars' defaults (statistics on, version 1 pages); each column's
+/// codec is [`compression`]'s.
 const OPTIONS: WriteOptions = WriteOptions {
     statistics: StatisticsOptions {
         min_value: true,
@@ -42,7 +54,7 @@ const OPTIONS: WriteOptions = WriteOptions {
         binary_statistics_truncate_length: None,
     },
     version: Version::V1,
-    compression: CompressionOptions::Lz4Raw,
+    compression: CompressionOptions::Uncompressed,
     data_page_size: None,
 };
 
@@ -112,12 +124,23 @@ fn encoding(name: &str, array: &ArrayRef) -> (ArrayRef, Encoding) {
     (one.unwrap_or_else(|| array.clone()), Encoding::RleDictionary)
 }
 
-/// How column `name` is compressed: LZ4, but for a column the schema says LZ4 cannot shrink.
+/// How column `name` is compressed: with [`codec`], but for a column the schema says no
+/// codec shrinks.
 fn compression(name: &str) -> CompressionOptions {
     match encoding_of(name) {
         Some(schema::Encoding::PlainUncompressed) => CompressionOptions::Uncompressed,
-        _ => OPTIONS.compression,
+        _ => codec(),
     }
+}
+
+/// The codec of part files (see the module docs).
+fn codec() -> CompressionOptions {
+    static CODEC: std::sync::OnceLock<CompressionOptions> = std::sync::OnceLock::new();
+    *CODEC.get_or_init(|| match std::env::var("GPUAUDIT_PARQUET_CODEC").as_deref() {
+        Ok("zstd") => CompressionOptions::Zstd(polars_parquet::write::ZstdLevel::try_new(1).ok()),
+        Ok("lz4_raw") => CompressionOptions::Lz4Raw,
+        _ => CompressionOptions::Snappy,
+    })
 }
 
 /// The texts of the codes of enum column `name`, as a dictionary of the values present

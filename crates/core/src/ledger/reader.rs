@@ -47,7 +47,7 @@ impl Store {
         // Room for every charge at once: growing the vector by doubling copied it (a charge
         // is some 430 bytes) and left up to half of it unused.
         let mut charges = Vec::with_capacity(rows);
-        read_parts_in_order(&parts, None, columns::from_frame, |mut read| {
+        read_parts_in_order(&self.backend, &parts, None, columns::from_frame, |mut read| {
             charges.append(&mut read);
         })?;
         crate::charge::link_to_instances(&mut charges);
@@ -72,20 +72,19 @@ impl Store {
         let mut window = crate::window::Window::with_capacity(rows);
         let decode = columns::rows_from_frame;
         let names: Vec<&str> = columns::row_columns().map(|c| c.name).collect();
-        read_parts_in_order(&parts, Some(&names), decode, |(rows, texts)| {
+        read_parts_in_order(&self.backend, &parts, Some(&names), decode, |(rows, texts)| {
             window.append(rows, &texts);
         })?;
         Ok(window)
     }
 
     /// The part files of `manifest` that `filter` reads, with their batches, in batch and
-    /// file order, as local files (an object store's are downloaded once, see `remote`); and
-    /// how many charges they hold.
+    /// file order, by name; and how many charges they hold.
     pub(super) fn parts_of<'m>(
         &self,
         manifest: &'m Manifest,
         filter: &LoadFilter,
-    ) -> Result<(usize, Vec<(&'m str, std::path::PathBuf)>)> {
+    ) -> Result<(usize, Vec<(&'m str, &'m str)>)> {
         let months: HashSet<String> = filter.months.iter().map(ToString::to_string).collect();
         let wanted = |part: &&super::PartFile| months.is_empty() || months.contains(&part.month);
         let parts = manifest
@@ -95,8 +94,7 @@ impl Store {
         let (mut rows, mut out) = (0, Vec::new());
         for (batch, part) in parts {
             rows += part.rows as usize;
-            let path = self.backend.local(&part.path).map_err(|e| unreadable(e, batch))?;
-            out.push((batch, path));
+            out.push((batch, part.path.as_str()));
         }
         Ok((rows, out))
     }
@@ -140,12 +138,13 @@ impl Store {
 /// Part files read at once, at most this many.
 const READERS: usize = 4;
 
-/// Reads the charges of `parts` (batch, path) on a few threads (decoding a part file into
-/// charges is most of a load, and each is independent), handing each part's charges to
-/// `take` in the order of `parts`. The first part that cannot be read is the error, naming
-/// its batch.
+/// Reads the charges of `parts` (batch, name) on a few threads (decoding a part file into
+/// charges is most of a load, and each is independent; an object store's files are
+/// downloaded there too, a few at once), handing each part's charges to `take` in the order
+/// of `parts`. The first part that cannot be read is the error, naming its batch.
 pub(super) fn read_parts_in_order<T: Send>(
-    parts: &[(&str, std::path::PathBuf)],
+    backend: &super::backend::Backend,
+    parts: &[(&str, &str)],
     columns: Option<&[&str]>,
     decode: impl Fn(&polars::prelude::DataFrame) -> std::result::Result<T, String> + Sync,
     mut take: impl FnMut(T),
@@ -162,9 +161,13 @@ pub(super) fn read_parts_in_order<T: Send>(
             scope.spawn(move || {
                 loop {
                     let i = next.fetch_add(1, Ordering::Relaxed);
-                    let Some((batch, path)) = parts.get(i) else { return };
-                    let read = read_parquet(path, columns.clone())
-                        .and_then(|df| decode(&df).map_err(|m| Error::ledger(path, m)))
+                    let Some((batch, name)) = parts.get(i) else { return };
+                    let read = backend
+                        .local(name)
+                        .and_then(|path| {
+                            let df = read_parquet(&path, columns.clone())?;
+                            decode(&df).map_err(|m| Error::ledger(&path, m))
+                        })
                         .map_err(|e| unreadable(e, batch));
                     if tx.send((i, read)).is_err() {
                         return;

@@ -38,7 +38,7 @@ pub(crate) enum Type {
 /// How the part writer encodes a column (see [`super::part`] for why).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum Encoding {
-    /// Plain values, not compressed: random hexadecimal that LZ4 cannot shrink.
+    /// Plain values, not compressed: random hexadecimal that no codec shrinks.
     PlainUncompressed,
     /// Plain values, compressed: unique or nearly (lines), or decimals (which polars
     /// cannot dictionary-encode).

@@ -73,7 +73,7 @@ struct ParquetThread {
 impl ParquetThread {
     fn start(backend: Backend) -> Self {
         // One part file may wait while another is written, so parsing does not stall when a
-        // write takes longer than a flush's worth of parsing (the writer's LZ4 and file
+        // write takes longer than a flush's worth of parsing (the writer's compression and file
         // output run on this one thread). Memory holds at most three flushes' worth.
         let (jobs, queue) = std::sync::mpsc::sync_channel::<ParquetJob>(1);
         let thread = std::thread::spawn(move || {
