@@ -148,3 +148,31 @@ fn a_ledger_url_this_build_cannot_read_is_refused() {
     let local = Store::at("file:///srv/bills/.gpuaudit", None).unwrap();
     assert_eq!(local.root(), std::path::Path::new("/srv/bills/.gpuaudit"));
 }
+
+#[test]
+fn a_symlink_manifest_left_behind_is_found_by_verify_and_rewritten() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = Store::open(dir.path().join("ledger"));
+    store.import(&[fixture(BILLS[1])], &ImportOptions::default()).unwrap();
+    assert!(store.verify().unwrap().stale_manifests.is_empty());
+    let manifest =
+        store.root().join("_symlink_format_manifest/month=2024-05/platform=aliyun/manifest");
+    let committed = std::fs::read_to_string(&manifest).unwrap();
+    // As an import killed between its commit and its manifests leaves it, and a manifest of
+    // a partition that no file is in any more.
+    std::fs::write(&manifest, "").unwrap();
+    let emptied =
+        store.root().join("_symlink_format_manifest/month=2023-01/platform=aliyun/manifest");
+    std::fs::create_dir_all(emptied.parent().unwrap()).unwrap();
+    std::fs::write(&emptied, committed.clone()).unwrap();
+    let verified = store.verify().unwrap();
+    assert!(verified.problems.is_empty());
+    assert_eq!(
+        verified.stale_manifests,
+        ["month=2024-05/platform=aliyun", "month=2023-01/platform=aliyun"]
+    );
+    assert_eq!(store.write_manifests().unwrap(), 1);
+    assert_eq!(std::fs::read_to_string(&manifest).unwrap(), committed);
+    assert!(!emptied.exists());
+    assert!(store.verify().unwrap().stale_manifests.is_empty());
+}

@@ -14,10 +14,13 @@ pub struct LedgerArgs {
     /// Take a batch out of the ledger (atomically, like an import); its files are removed.
     #[arg(long, value_name = "BATCH", conflicts_with = "verify")]
     remove: Option<String>,
-    /// Check every committed file against the manifest (exists, rows, ids unique); exit 1
-    /// when something is wrong.
-    #[arg(long)]
+    /// Check every committed file against its commit (exists, rows, ids unique) and the
+    /// symlink manifests engines read; exit 1 when something is wrong.
+    #[arg(long, conflicts_with = "manifests")]
     verify: bool,
+    /// Write every partition's symlink manifest (Athena, Trino) from the newest commit.
+    #[arg(long, conflicts_with = "remove")]
+    manifests: bool,
 }
 
 /// Prints the batches, then charges and spend per month and platform; or removes a batch, or
@@ -26,6 +29,11 @@ pub fn run(store: &Store, args: LedgerArgs) -> Result<ExitCode, CliError> {
     match (&args.remove, args.verify) {
         (Some(batch), _) => remove(store, batch),
         (None, true) => verify(store),
+        (None, false) if args.manifests => {
+            let written = store.write_manifests()?;
+            emit(&format!("wrote the symlink manifests of {written} partitions\n"))?;
+            Ok(ExitCode::SUCCESS)
+        }
         (None, false) => show(store),
     }
 }
@@ -53,12 +61,17 @@ fn verify(store: &Store) -> Result<ExitCode, CliError> {
         v.files,
         v.charges
     );
-    if v.problems.is_empty() {
+    if v.problems.is_empty() && v.stale_manifests.is_empty() {
         out.push_str("every file is as the manifest says\n");
         emit(&out)?;
         return Ok(ExitCode::SUCCESS);
     }
-    out.push_str(&format!("{} problems\n", v.problems.len()));
+    out.push_str(&format!("{} problems\n", v.problems.len() + v.stale_manifests.len()));
+    for partition in &v.stale_manifests {
+        out.push_str(&format!(
+            "_symlink_format_manifest/{partition}/manifest: does not list the partition's committed files\n"
+        ));
+    }
     for p in &v.problems {
         out.push_str(&format!("{}: {} (batch {})\n", p.file, p.message, p.batch));
     }
@@ -66,6 +79,9 @@ fn verify(store: &Store) -> Result<ExitCode, CliError> {
         v.problems.iter().map(|p| p.batch.as_str()).collect();
     for batch in batches {
         out.push_str(&format!("repair: gpuaudit ledger --remove {batch}\n"));
+    }
+    if !v.stale_manifests.is_empty() {
+        out.push_str("repair: gpuaudit ledger --manifests\n");
     }
     emit(&out)?;
     Ok(ExitCode::from(1))

@@ -6,8 +6,8 @@
 //!   repairs a ledger whose files cannot be read.
 //! - [`Store::verify`] checks every file the manifest names: it exists, reads as a part file
 //!   of the ledger's schema, has the rows the manifest says, and holds ids no other charge
-//!   has; and that the batch's rollup reads and sums to what its part files hold. It writes
-//!   nothing and takes no lock.
+//!   has; and that the batch's rollup reads and sums to what its part files hold; and that
+//!   each partition's symlink manifest lists its committed files. It writes nothing.
 
 use polars::prelude::DataFrame;
 
@@ -40,6 +40,11 @@ pub struct Verified {
     pub charges: u64,
     /// What is wrong, in manifest order; empty when all is well.
     pub problems: Vec<Problem>,
+    /// Partitions (`month=M/platform=P`) whose symlink manifest, which Athena and Trino
+    /// read, does not list exactly their committed files: an import killed after its commit
+    /// leaves them one batch behind ([`Store::write_manifests`] repairs them). A ledger of
+    /// before commits has none until its first commit.
+    pub stale_manifests: Vec<String>,
 }
 
 impl Store {
@@ -162,6 +167,10 @@ impl Store {
                     out.problems.push(problem(reject, "is missing".into()));
                 }
             }
+        }
+        let state = log::read(&self.backend)?;
+        if !state.legacy {
+            out.stale_manifests = super::sql::stale_symlinks(&self.backend, &state.manifest)?;
         }
         Ok(out)
     }

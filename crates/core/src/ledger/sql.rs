@@ -16,7 +16,7 @@
 //!   (`TIMESTAMP(MICROS, UTC)`); the table is partitioned by `month` (the billing period) and
 //!   `platform`, as the folders are.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 use std::fmt::Write as _;
 
 use super::backend::Backend;
@@ -87,6 +87,37 @@ pub(crate) fn write_symlinks(
     }
 }
 
+/// The partitions whose symlink manifest does not list exactly their committed files (or
+/// that have a manifest and no file), as `month=M/platform=P`.
+pub(crate) fn stale_symlinks(backend: &Backend, manifest: &Manifest) -> Result<Vec<String>> {
+    let mut want: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
+    for part in manifest.batches.iter().flat_map(|b| &b.files) {
+        let name = symlink_name(&part.month, &part.platform);
+        want.entry(name).or_default().insert(backend.url_of(&part.path));
+    }
+    let mut stale = Vec::new();
+    for (name, files) in &want {
+        let text = backend.read(name)?.unwrap_or_default();
+        let listed: BTreeSet<String> =
+            String::from_utf8_lossy(&text).lines().map(str::to_owned).collect();
+        if &listed != files {
+            stale.push(name.clone());
+        }
+    }
+    for listed in backend.list(SYMLINKS)? {
+        if listed.name.ends_with("/manifest") && !want.contains_key(&listed.name) {
+            stale.push(listed.name);
+        }
+    }
+    let partition = |n: &str| {
+        n.trim_start_matches(SYMLINKS)
+            .trim_start_matches('/')
+            .trim_end_matches("/manifest")
+            .to_owned()
+    };
+    Ok(stale.iter().map(|n| partition(n)).collect())
+}
+
 /// The committed part files (names), of one partition or of all.
 fn files_of<'m>(manifest: &'m Manifest, partition: Option<(&str, &str)>) -> Vec<&'m str> {
     let wanted =
@@ -111,6 +142,32 @@ fn sql_type(type_: Type) -> (&'static str, &'static str) {
 }
 
 impl Store {
+    /// Writes the symlink manifest of every partition from the newest commit, and removes
+    /// those of partitions left without files (a commit writes those of the partitions it
+    /// touches; this repairs manifests an import killed after its commit left behind).
+    /// Returns the number of partitions written.
+    pub fn write_manifests(&self) -> Result<usize> {
+        let mut state = log::read(&self.backend)?;
+        let mut partitions: BTreeSet<(String, String)> = state
+            .manifest
+            .batches
+            .iter()
+            .flat_map(|b| &b.files)
+            .map(|p| (p.month.clone(), p.platform.clone()))
+            .collect();
+        let written = partitions.len();
+        for listed in self.backend.list(SYMLINKS)? {
+            let mut keys = listed.name.split('/').skip(1);
+            let month = keys.next().and_then(|k| k.strip_prefix("month="));
+            let platform = keys.next().and_then(|k| k.strip_prefix("platform="));
+            if let (Some(month), Some(platform)) = (month, platform) {
+                partitions.insert((month.to_owned(), platform.to_owned()));
+            }
+        }
+        write_symlinks(&self.backend, &mut state, &partitions)?;
+        Ok(written)
+    }
+
     /// A table definition named `table` of the ledger's committed charges for `dialect`.
     /// `location` replaces the ledger's own URL in it, for an engine that reaches the same
     /// files by another one (`s3a://` for Spark, a copy of the ledger).
