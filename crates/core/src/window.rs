@@ -11,7 +11,7 @@
 //! This module owns the row and its texts; it must not know where rows come from (the ledger
 //! reads them from its columns, [`rows_of`] makes them from charges).
 
-use std::collections::{HashMap, HashSet};
+use rustc_hash::{FxHashMap as HashMap, FxHashSet as HashSet};
 use std::num::NonZeroU32;
 use std::sync::Arc;
 

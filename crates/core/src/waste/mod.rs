@@ -25,7 +25,7 @@
 mod rules;
 pub mod timeline;
 
-use std::collections::{HashMap, HashSet};
+use rustc_hash::{FxHashMap as HashMap, FxHashSet as HashSet};
 
 use chrono::{DateTime, Duration, Utc};
 use chrono_tz::Tz;
@@ -177,9 +177,9 @@ impl<'a> Context<'a> {
         platforms: &'a Platforms,
     ) -> crate::Result<Self> {
         let (charges, texts) = (&window.rows[..], &window.texts);
-        let mut known: HashMap<&str, Span> = HashMap::new();
-        let mut first_seen: HashMap<(&str, &str), DateTime<Utc>> = HashMap::new();
-        let mut rates: HashMap<(&str, &str, Category, &str), Rate> = HashMap::new();
+        let mut known: HashMap<&str, Span> = HashMap::default();
+        let mut first_seen: HashMap<(&str, &str), DateTime<Utc>> = HashMap::default();
+        let mut rates: HashMap<(&str, &str, Category, &str), Rate> = HashMap::default();
         for c in charges {
             let platform = texts.get(c.platform);
             let span = known.entry(platform).or_insert((c.charge_start, c.charge_end));
@@ -312,7 +312,7 @@ pub fn audit_rows(
     platforms: &Platforms,
 ) -> crate::Result<Vec<Finding>> {
     let ctx = Context::new(window, month, config, platforms)?;
-    let mut claimed: HashSet<ChargeId> = HashSet::new();
+    let mut claimed: HashSet<ChargeId> = HashSet::default();
     let mut out = Vec::new();
     for rule in rules {
         for mut finding in rule.check(&ctx)? {

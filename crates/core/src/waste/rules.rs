@@ -172,7 +172,7 @@ fn while_off(
 ) -> Result<Vec<Finding>> {
     let mut drafts = Drafts::default();
     let grace = Duration::hours(i64::from(grace_hours));
-    let mut off: std::collections::HashMap<&str, Vec<Span>> = Default::default();
+    let mut off: rustc_hash::FxHashMap<&str, Vec<Span>> = Default::default();
     for c in ctx.in_month() {
         if !categories.contains(&c.category) || c.billed_cost <= Decimal::ZERO {
             continue;

@@ -8,7 +8,7 @@
 //! instant, so it counts as the instance having run then ([`Timeline::ran_within`]): W003
 //! does not call the disks of a running instance unattached because its bill has instants.
 
-use std::collections::HashMap;
+use rustc_hash::FxHashMap as HashMap;
 
 use chrono::{DateTime, Duration, Utc};
 
@@ -75,7 +75,7 @@ impl Timeline {
 pub fn build<'a>(charges: &[Row], texts: &'a Texts) -> HashMap<(&'a str, &'a str), Timeline> {
     /// An instance's compute: spans paid for, and instants seen.
     type Compute = (Vec<Span>, Vec<DateTime<Utc>>);
-    let mut spans: HashMap<(&'a str, &'a str), Compute> = HashMap::new();
+    let mut spans: HashMap<(&'a str, &'a str), Compute> = HashMap::default();
     for c in charges {
         let compute =
             c.category == Category::Compute && matches!(c.kind, Kind::Usage | Kind::Purchase);
