@@ -176,3 +176,36 @@ fn a_symlink_manifest_left_behind_is_found_by_verify_and_rewritten() {
     assert!(!emptied.exists());
     assert!(store.verify().unwrap().stale_manifests.is_empty());
 }
+
+#[test]
+fn what_crashed_writers_leave_is_swept_once_a_day_old_never_sooner() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = Store::open(dir.path().join("ledger"));
+    store.import(&[fixture(BILLS[0])], &ImportOptions::default()).unwrap();
+    let day_and_more = std::time::SystemTime::now() - std::time::Duration::from_secs(25 * 3600);
+    let left = |rel: &str, old: bool| {
+        let path = store.root().join(rel);
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(&path, b"{").unwrap();
+        if old {
+            std::fs::File::options()
+                .write(true)
+                .open(&path)
+                .unwrap()
+                .set_modified(day_and_more)
+                .unwrap();
+        }
+        path
+    };
+    let old_commit = left("_commits/.00000000000000000002.json.1-1.tmp", true);
+    let young_commit = left("_commits/.00000000000000000002.json.1-2.tmp", false);
+    let old_part = left("charges/month=2024-05/platform=autodl/crashed-0000.parquet", true);
+    let young_part = left("charges/month=2024-05/platform=autodl/running-0000.parquet", false);
+    let old_manifest =
+        left("_symlink_format_manifest/month=2024-05/platform=autodl/.manifest.1-1.tmp", true);
+    store.import(&[fixture(BILLS[1])], &ImportOptions::default()).unwrap();
+    assert!(!old_commit.exists() && !old_part.exists() && !old_manifest.exists());
+    assert!(young_commit.exists() && young_part.exists(), "a concurrent writer's, maybe");
+    assert_eq!(store.head().unwrap(), 2);
+    assert!(store.verify().unwrap().problems.is_empty());
+}

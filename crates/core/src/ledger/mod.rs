@@ -264,8 +264,9 @@ impl Store {
     }
 
     /// Removes files under `charges/`, `rejects/`, `rollups/` and `tmp/` that no committed
-    /// batch names and that are older than [`sweep_after`], and a temporary manifest left by
-    /// a gpuaudit of before commits.
+    /// batch names and that are older than [`sweep_after`], temporary files of crashed
+    /// create-only writes as old, and a temporary manifest left by a gpuaudit of before
+    /// commits.
     fn sweep(&self, manifest: &Manifest) -> Result<()> {
         let named: HashSet<&str> = manifest
             .batches
@@ -277,6 +278,16 @@ impl Store {
         for top in ["charges", "rejects", ROLLUPS, TMP] {
             for file in self.backend.list(top)? {
                 if !named.contains(file.name.as_str()) && file.modified <= old {
+                    self.backend.delete(&file.name)?;
+                }
+            }
+        }
+        // A local create-only write that crashed leaves its temporary file (`.<name>.….tmp`,
+        // which no reader takes for a commit or a manifest).
+        for top in [log::COMMITS, sql::SYMLINKS] {
+            for file in self.backend.list(top)? {
+                let base = file.name.rsplit('/').next().unwrap_or("");
+                if base.starts_with('.') && base.ends_with(".tmp") && file.modified <= old {
                     self.backend.delete(&file.name)?;
                 }
             }
