@@ -139,6 +139,14 @@ pub(crate) fn read(backend: &Backend) -> Result<State> {
             State { manifest: Manifest { version: 1, batches: vec![] }, head: 0, legacy: false }
         }
     };
+    let listed: Vec<u64> =
+        numbers.iter().filter(|(n, c)| !c && *n > state.head).map(|(n, _)| *n).collect();
+    for commit in fetched(backend, &listed)? {
+        if commit.commit != state.head + 1 {
+            break;
+        }
+        state.apply(&commit);
+    }
     for commit in after(backend, state.head)? {
         state.apply(&commit);
     }
@@ -150,6 +158,52 @@ pub(crate) fn read(backend: &Backend) -> Result<State> {
         ));
     }
     Ok(state)
+}
+
+/// The commits numbered `listed` (those a listing found), in order, read a few at once: on an
+/// object store each is a request, and a checkpoint leaves up to [`CHECKPOINT_EVERY`] of them.
+fn fetched(backend: &Backend, listed: &[u64]) -> Result<Vec<Commit>> {
+    let mut listed = listed.to_vec();
+    listed.sort_unstable();
+    let read = |n: u64| -> Result<Option<Commit>> {
+        let name = commit_name(n);
+        match backend.read(&name)? {
+            Some(bytes) => {
+                let commit: Commit = decode(backend, &name, &bytes)?;
+                if commit.commit != n {
+                    let m = format!("says it is commit {}", commit.commit);
+                    return Err(Error::ledger(backend.shown(&name), m));
+                }
+                Ok(Some(commit))
+            }
+            None => Ok(None),
+        }
+    };
+    let mut out = Vec::with_capacity(listed.len());
+    for chunk in listed.chunks(8) {
+        let got: Vec<Result<Option<Commit>>> = if backend.folder().is_some() || chunk.len() == 1 {
+            chunk.iter().map(|&n| read(n)).collect()
+        } else {
+            std::thread::scope(|scope| {
+                let handles: Vec<_> = chunk.iter().map(|&n| scope.spawn(move || read(n))).collect();
+                handles
+                    .into_iter()
+                    .map(|h| {
+                        h.join().unwrap_or_else(|_| {
+                            Err(Error::ledger(backend.shown(COMMITS), "a reader panicked"))
+                        })
+                    })
+                    .collect()
+            })
+        };
+        for commit in got {
+            match commit? {
+                Some(commit) => out.push(commit),
+                None => return Ok(out),
+            }
+        }
+    }
+    Ok(out)
 }
 
 /// The commits after `head`, in order, up to the first number not there.
