@@ -106,14 +106,24 @@ impl Store {
         manifest: &Manifest,
         known: &mut IdIndex,
     ) -> Result<()> {
-        for batch in &manifest.batches {
-            for part in &batch.files {
-                for id in self.part_ids(&batch.id, part)? {
-                    known.claim(id, 0)?;
+        // Read on the reader threads (an object store's files are downloaded a few at once),
+        // claimed here in order.
+        let parts: Vec<(&str, &str)> = manifest
+            .batches
+            .iter()
+            .flat_map(|b| b.files.iter().map(move |p| (b.id.as_str(), p.path.as_str())))
+            .collect();
+        let mut failed = None;
+        read_parts_in_order(&self.backend, &parts, Some(&["id"]), ids_of, |ids| {
+            for id in ids {
+                if failed.is_none()
+                    && let Err(e) = known.claim(id, 0)
+                {
+                    failed = Some(e);
                 }
             }
-        }
-        Ok(())
+        })?;
+        failed.map_or(Ok(()), Err)
     }
 
     /// The charge ids of part file `part` of batch `batch` (only the `id` column is read).
@@ -121,18 +131,17 @@ impl Store {
         let unreadable = |e| unreadable(e, batch);
         let path = self.backend.local(&part.path).map_err(unreadable)?;
         let df = read_parquet(&path, Some(vec!["id".into()])).map_err(unreadable)?;
-        let ids = df
-            .column("id")
-            .and_then(|c| c.str().cloned())
-            .map_err(|e| unreadable(Error::ledger(&path, e.to_string())))?;
-        ids.iter()
-            .flatten()
-            .map(|id| {
-                u128::from_str_radix(id, 16)
-                    .map_err(|_| unreadable(Error::ledger(&path, format!("bad charge id {id:?}"))))
-            })
-            .collect()
+        ids_of(&df).map_err(|m| unreadable(Error::ledger(&path, m)))
     }
+}
+
+/// The charge ids of a frame's `id` column.
+fn ids_of(df: &polars::prelude::DataFrame) -> std::result::Result<Vec<u128>, String> {
+    let ids = df.column("id").and_then(|c| c.str().cloned()).map_err(|e| e.to_string())?;
+    ids.iter()
+        .flatten()
+        .map(|id| u128::from_str_radix(id, 16).map_err(|_| format!("bad charge id {id:?}")))
+        .collect()
 }
 
 /// Part files read at once, at most this many.
