@@ -332,7 +332,7 @@ fn usage_of(
     for r in &acc.attached {
         let span_seconds = (r.charge_end - r.charge_start).num_seconds();
         let measured =
-            usage::measure(r.category, texts.opt(r.unit), r.quantity, span_seconds, note)?;
+            usage::measure(r.category, texts.opt(r.unit), r.quantity(), span_seconds, note)?;
         let Some((measure, amount)) = measured else {
             usage.unmeasured.add(r.category, r.billed_cost)?;
             continue;

@@ -12,7 +12,7 @@ use rust_decimal::Decimal;
 
 use super::schema::{self, SCHEMA, Type};
 use crate::charge::{Charge, ChargeId, MAX_SCALE, Origin, YearMonth};
-use crate::window::{Row, RowOrigin, Texts};
+use crate::window::{Amounts, Row, RowOrigin, Texts};
 
 const PRECISION: usize = 38;
 const SCALE: usize = MAX_SCALE as usize;
@@ -513,7 +513,7 @@ pub(crate) fn rows_from_frame(df: &DataFrame) -> Result<(Vec<Row>, Texts), Strin
                 _ => months.insert((text, text.parse()?)).1,
             };
             Ok(Row {
-                id: parse::<ChargeId>(ids[i], "id")?,
+                id: Row::id_words(parse::<ChargeId>(ids[i], "id")?),
                 platform: texts.sym(required(platform[i], "platform")?),
                 account: texts.sym_opt(account[i]),
                 billing_period,
@@ -526,13 +526,10 @@ pub(crate) fn rows_from_frame(df: &DataFrame) -> Result<(Vec<Row>, Texts), Strin
                 pricing: parse(pricing[i], "pricing")?,
                 gpu_model: texts.sym_opt(gpu_model[i]),
                 gpu_count: gpu_count[i].and_then(|n| u16::try_from(n).ok()),
-                quantity: quantity[i],
                 unit: texts.sym_opt(unit[i]),
-                unit_price: unit_price[i],
-                list_cost: list_cost[i],
+                amounts: Amounts::new([quantity[i], unit_price[i], list_cost[i], balance_after[i]]),
                 billed_cost: required(billed_cost[i], "billed_cost")?,
                 currency: texts.sym(required(currency[i], "currency")?),
-                balance_after: balance_after[i],
                 origin: RowOrigin {
                     file: texts.sym(required(file[i], "source_file")?),
                     line: required(line[i], "source_line")? as u64,

@@ -56,10 +56,10 @@ impl Check for Arithmetic {
     fn run(&self, ctx: &Context<'_>) -> Result<Vec<Discrepancy>> {
         let mut out = Vec::new();
         for c in ctx.in_month() {
-            let (Some(price), Some(quantity)) = (c.unit_price, c.quantity) else { continue };
+            let (Some(price), Some(quantity)) = (c.unit_price(), c.quantity()) else { continue };
             let expected = money::mul(price, quantity, "a unit price times its quantity")?.abs();
             let actual = match ctx.input.platforms.unit_price_of(ctx.text(c.platform)) {
-                UnitPriceOf::ListCost => c.list_cost.unwrap_or(c.billed_cost),
+                UnitPriceOf::ListCost => c.list_cost().unwrap_or(c.billed_cost),
                 UnitPriceOf::BilledCost => c.billed_cost,
             }
             .abs();
@@ -217,7 +217,7 @@ impl Check for BalanceChain {
     }
     fn run(&self, ctx: &Context<'_>) -> Result<Vec<Discrepancy>> {
         let mut files: BTreeMap<(&str, Option<&str>, &str), Vec<&Row>> = BTreeMap::new();
-        for c in ctx.charges.iter().filter(|c| c.balance_after.is_some()) {
+        for c in ctx.charges.iter().filter(|c| c.balance_after().is_some()) {
             files
                 .entry((ctx.text(c.platform), ctx.opt(c.account), ctx.text(c.origin.file)))
                 .or_default()
@@ -232,7 +232,7 @@ impl Check for BalanceChain {
             }
             let mut balance: Option<Decimal> = None;
             for c in rows {
-                let stated = c.balance_after.unwrap_or_default();
+                let stated = c.balance_after().unwrap_or_default();
                 if let Some(previous) = balance {
                     let expected = money::sub(previous, c.billed_cost, "a running balance")?;
                     if expected != stated && c.billing_period == ctx.month {
@@ -361,7 +361,9 @@ impl Check for RateCardCheck {
                 continue;
             };
             let hour_long = c.charge_end - c.charge_start == Duration::hours(1);
-            let Some(price) = c.unit_price.or(hour_long.then_some(c.billed_cost)) else { continue };
+            let Some(price) = c.unit_price().or(hour_long.then_some(c.billed_cost)) else {
+                continue;
+            };
             if price > contracted {
                 let mut d = base(ctx, self, c, c.billing_period.to_string());
                 d.expected = contracted;

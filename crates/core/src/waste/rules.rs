@@ -109,7 +109,7 @@ impl<'a> Drafts<'a> {
                     charges: items
                         .iter()
                         .map(|(c, wasted, _)| Evidence {
-                            id: c.id,
+                            id: c.id(),
                             file: ctx.text(c.origin.file).to_owned(),
                             line: c.origin.line,
                             item: ctx.text(c.origin.item).to_owned(),
