@@ -27,6 +27,16 @@ pub enum Align {
     Right,
 }
 
+/// Money rounded to cents, half away from zero: what every report prints and compares.
+pub fn to_cents(d: rust_decimal::Decimal) -> rust_decimal::Decimal {
+    d.round_dp_with_strategy(2, rust_decimal::RoundingStrategy::MidpointAwayFromZero)
+}
+
+/// [`to_cents`] as printed.
+pub fn cents(d: rust_decimal::Decimal) -> String {
+    gpuaudit_core::report::money_text(to_cents(d))
+}
+
 /// Writes `text` to stdout; a closed pipe ends quietly.
 pub fn emit(text: &str) -> Result<(), gpuaudit_core::Error> {
     let mut out = std::io::stdout().lock();

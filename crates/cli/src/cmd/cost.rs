@@ -98,10 +98,7 @@ pub fn four(d: Decimal) -> String {
     if r.is_zero() { "0".to_owned() } else { r.to_string() }
 }
 
-/// Money rounded to cents (half away from zero), as printed.
-pub fn cents(d: Decimal) -> String {
-    money_text(d.round_dp_with_strategy(2, RoundingStrategy::MidpointAwayFromZero))
-}
+use crate::render::cents;
 
 fn opt(d: Option<Decimal>) -> String {
     d.map(four).unwrap_or_default()

@@ -15,8 +15,9 @@ use gpuaudit_core::cost::{Basis, Comparison, CostKey, CostReport};
 use gpuaudit_core::report::money_text;
 use rust_decimal::Decimal;
 
-use crate::cmd::cost::{cents, four};
+use crate::cmd::cost::four;
 use crate::error::CliError;
+use crate::render::cents;
 use crate::render::{Align, csv, markdown, table};
 
 /// The CSV header of `cost --compare`, after the `--by` keys.

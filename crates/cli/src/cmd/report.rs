@@ -121,7 +121,7 @@ pub fn run(
         crate::xlsx::write(Some(path), &sheets)?;
     }
     let wasted: Vec<String> =
-        wasted.iter().map(|(c, a)| format!("{} {c}", crate::cmd::cost::cents(*a))).collect();
+        wasted.iter().map(|(c, a)| format!("{} {c}", crate::render::cents(*a))).collect();
     crate::render::warn(&format!(
         "{}: report of {month} ({} findings, {} wasted)",
         args.output.display(),

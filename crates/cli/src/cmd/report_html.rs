@@ -195,11 +195,8 @@ ul.lines{margin:0;padding-left:1em;font-size:90%}";
 /// The month at a glance: billed, wasted, discrepancies, all-in per GPU-hour.
 fn glance(t: &Tables) -> Result<String, CliError> {
     let billed = per_currency(&t.spend, "billed_cost")?;
-    let cents = |a: &Decimal| {
-        a.round_dp_with_strategy(2, rust_decimal::RoundingStrategy::MidpointAwayFromZero)
-    };
     let wasted: BTreeMap<String, Decimal> =
-        t.wasted.iter().map(|(c, a)| (c.clone(), cents(a))).collect();
+        t.wasted.iter().map(|(c, a)| (c.clone(), crate::render::to_cents(*a))).collect();
     let mut out = String::new();
     out.push_str("<section id=\"glance\"><h2>The month at a glance</h2><dl>");
     out.push_str(&format!(
@@ -332,16 +329,13 @@ fn waste_section(t: &Tables) -> Result<String, CliError> {
             col("recommendation").and_then(|i| row.get(i)).map(String::as_str).unwrap_or("");
         out.push_str(&format!("<td>{}<ul class=\"lines\">", escape(advice)));
         for e in finding.charges.iter().take(crate::cmd::report::MAX_LINES) {
-            let wasted = e
-                .wasted
-                .round_dp_with_strategy(2, rust_decimal::RoundingStrategy::MidpointAwayFromZero);
             out.push_str(&format!(
                 "<li>{}:{} {} billed {} wasted {}</li>",
                 escape(&e.file),
                 e.line,
                 escape(&e.item),
                 money_text(e.billed_cost),
-                money_text(wasted)
+                crate::render::cents(e.wasted)
             ));
         }
         if finding.charges.len() > crate::cmd::report::MAX_LINES {

@@ -17,10 +17,10 @@ use gpuaudit_core::platforms::Platforms;
 use gpuaudit_core::report::money_text;
 use gpuaudit_core::waste::{self, Finding, Rule};
 use gpuaudit_core::{YearMonth, parse_amount};
-use rust_decimal::{Decimal, RoundingStrategy};
+use rust_decimal::Decimal;
 
 use crate::cmd::{select, usage};
-use crate::render::{Align, Format, csv, emit, markdown, md_text, table, visible};
+use crate::render::{Align, Format, cents, csv, emit, markdown, md_text, table, to_cents, visible};
 
 /// Arguments of `gpuaudit waste`.
 #[derive(clap::Args)]
@@ -55,11 +55,6 @@ fn decimal_arg(name: &str, text: &str) -> Result<Decimal, CliError> {
     }
 }
 
-/// Money as displayed: rounded to cents, half away from zero.
-fn cents(d: Decimal) -> String {
-    money_text(d.round_dp_with_strategy(2, RoundingStrategy::MidpointAwayFromZero))
-}
-
 /// Loads the month and its look-back, audits, renders.
 pub fn run(
     store: &Store,
@@ -92,8 +87,7 @@ pub fn run(
     };
     emit(&text)?;
     // The limit is compared with the total as printed (in cents), which is what the user saw.
-    let rounded = |d: Decimal| d.round_dp_with_strategy(2, RoundingStrategy::MidpointAwayFromZero);
-    let over = fail_over.is_some_and(|limit| totals.iter().any(|(_, t)| rounded(*t) > limit));
+    let over = fail_over.is_some_and(|limit| totals.iter().any(|(_, t)| to_cents(*t) > limit));
     Ok(if over { ExitCode::from(1) } else { ExitCode::SUCCESS })
 }
 

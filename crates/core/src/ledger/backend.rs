@@ -46,6 +46,15 @@ fn io<T>(path: &Path, r: std::io::Result<T>) -> Result<T> {
 }
 
 impl Backend {
+    /// The ledger's folder, or an object store's URL as a path.
+    pub(crate) fn root(&self) -> &Path {
+        match self {
+            Backend::Local(root) => root,
+            #[cfg(feature = "cloud")]
+            Backend::Remote(remote) => remote.root(),
+        }
+    }
+
     /// How to name `name` in messages: a path under the folder, or the object's URL.
     pub(crate) fn shown(&self, name: &str) -> PathBuf {
         match self {
@@ -55,15 +64,16 @@ impl Backend {
         }
     }
 
-    /// The URL an engine reads `name` at (`file:///…` for a local folder).
-    pub(crate) fn url_of(&self, name: &str) -> String {
+    /// The URL an engine reads the ledger's files under, without a final `/` (`file:///…`
+    /// for a local folder): a file's URL is this, `/` and its name.
+    pub(crate) fn base_url(&self) -> String {
         match self {
             Backend::Local(root) => {
                 let root = fs::canonicalize(root).unwrap_or_else(|_| root.clone());
-                format!("file://{}/{name}", root.display())
+                format!("file://{}", root.display())
             }
             #[cfg(feature = "cloud")]
-            Backend::Remote(remote) => remote.url_of(name),
+            Backend::Remote(remote) => remote.url().to_owned(),
         }
     }
 

@@ -8,7 +8,8 @@ use std::collections::BTreeSet;
 
 use chrono::Utc;
 
-use super::log::{self, Commit};
+use super::backend::Backend;
+use super::log::{self, Commit, State};
 use super::manifest::Batch;
 use super::writer::{Writer, failpoint, failpoint_error};
 use crate::error::{Error, Result};
@@ -71,13 +72,15 @@ impl Writer {
         self.rollup_file = None;
         let partitions =
             batch.files.iter().map(|p| (p.month.clone(), p.platform.clone())).collect();
-        self.after_commit(partitions).map_err(|e| {
-            let m = format!(
-                "batch {} is committed, but writing the engines' file lists failed: {e}",
-                batch.id
-            );
-            Error::ledger(&self.store.root, m)
-        })?;
+        after_commit(&self.store.backend, &mut self.state, partitions, self.upgraded).map_err(
+            |e| {
+                let m = format!(
+                    "batch {} is committed, but writing the engines' file lists failed: {e}",
+                    batch.id
+                );
+                Error::ledger(self.store.root(), m)
+            },
+        )?;
         Ok(Committed::Done(Some(batch.id)))
     }
 
@@ -149,25 +152,25 @@ impl Writer {
         }
         Ok(true)
     }
+}
 
-    /// After the commit: the symlink manifests of `partitions` (every partition, after an
-    /// upgrade) and, at its turn, a checkpoint.
-    fn after_commit(&mut self, mut partitions: BTreeSet<(String, String)>) -> Result<()> {
-        if self.upgraded {
-            partitions.extend(
-                self.state
-                    .manifest
-                    .batches
-                    .iter()
-                    .flat_map(|b| &b.files)
-                    .map(|p| (p.month.clone(), p.platform.clone())),
-            );
-        }
-        if self.state.head.is_multiple_of(log::CHECKPOINT_EVERY) {
-            log::checkpoint(&self.store.backend, self.state.head, &self.state.manifest)?;
-        }
-        super::sql::write_symlinks(&self.store.backend, &mut self.state, &partitions)
+/// What follows a commit (an import's or a removal's): at its turn a checkpoint, then the
+/// symlink manifests of the `partitions` it touched, or of every partition when it upgraded
+/// a ledger of before commits (see `log`).
+pub(super) fn after_commit(
+    backend: &Backend,
+    state: &mut State,
+    mut partitions: BTreeSet<(String, String)>,
+    upgraded: bool,
+) -> Result<()> {
+    if upgraded {
+        let all = state.manifest.batches.iter().flat_map(|b| &b.files);
+        partitions.extend(all.map(|p| (p.month.clone(), p.platform.clone())));
     }
+    if state.head.is_multiple_of(log::CHECKPOINT_EVERY) {
+        log::checkpoint(backend, state.head, &state.manifest)?;
+    }
+    super::sql::write_symlinks(backend, state, &partitions)
 }
 
 fn now() -> String {

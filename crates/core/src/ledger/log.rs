@@ -165,20 +165,7 @@ pub(crate) fn read(backend: &Backend) -> Result<State> {
 fn fetched(backend: &Backend, listed: &[u64]) -> Result<Vec<Commit>> {
     let mut listed = listed.to_vec();
     listed.sort_unstable();
-    let read = |n: u64| -> Result<Option<Commit>> {
-        let name = commit_name(n);
-        match backend.read(&name)? {
-            Some(bytes) => {
-                let commit: Commit = decode(backend, &name, &bytes)?;
-                if commit.commit != n {
-                    let m = format!("says it is commit {}", commit.commit);
-                    return Err(Error::ledger(backend.shown(&name), m));
-                }
-                Ok(Some(commit))
-            }
-            None => Ok(None),
-        }
-    };
+    let read = |n: u64| read_commit(backend, n);
     let mut out = Vec::with_capacity(listed.len());
     for chunk in listed.chunks(8) {
         let got: Vec<Result<Option<Commit>>> = if backend.folder().is_some() || chunk.len() == 1 {
@@ -206,18 +193,23 @@ fn fetched(backend: &Backend, listed: &[u64]) -> Result<Vec<Commit>> {
     Ok(out)
 }
 
+/// Commit `n`; `None` when there is none.
+fn read_commit(backend: &Backend, n: u64) -> Result<Option<Commit>> {
+    let name = commit_name(n);
+    let Some(bytes) = backend.read(&name)? else { return Ok(None) };
+    let commit: Commit = decode(backend, &name, &bytes)?;
+    if commit.commit != n {
+        let m = format!("says it is commit {}", commit.commit);
+        return Err(Error::ledger(backend.shown(&name), m));
+    }
+    Ok(Some(commit))
+}
+
 /// The commits after `head`, in order, up to the first number not there.
 pub(crate) fn after(backend: &Backend, head: u64) -> Result<Vec<Commit>> {
     let mut out = Vec::new();
-    let mut n = head + 1;
-    while let Some(bytes) = backend.read(&commit_name(n))? {
-        let commit: Commit = decode(backend, &commit_name(n), &bytes)?;
-        if commit.commit != n {
-            let m = format!("says it is commit {}", commit.commit);
-            return Err(Error::ledger(backend.shown(&commit_name(n)), m));
-        }
+    while let Some(commit) = read_commit(backend, head + 1 + out.len() as u64)? {
         out.push(commit);
-        n += 1;
     }
     Ok(out)
 }

@@ -166,7 +166,6 @@ pub struct ImportOutcome {
 /// A ledger: a local folder or an object store.
 #[derive(Debug, Clone)]
 pub struct Store {
-    root: PathBuf,
     backend: Backend,
 }
 
@@ -195,8 +194,7 @@ const ATTEMPTS: u32 = 64;
 impl Store {
     /// The ledger in the local folder `root` (nothing is read or created yet).
     pub fn open(root: impl Into<PathBuf>) -> Self {
-        let root = root.into();
-        Store { backend: Backend::Local(root.clone()), root }
+        Store { backend: Backend::Local(root.into()) }
     }
 
     /// The ledger at `location`: a folder (a path or `file://…`), or with the `cloud`
@@ -214,8 +212,7 @@ impl Store {
         #[cfg(feature = "cloud")]
         if remote::SCHEMES.contains(&scheme) {
             let remote = remote::Remote::open(location, endpoint)?;
-            let root = PathBuf::from(location.trim_end_matches('/'));
-            return Ok(Store { root, backend: Backend::Remote(std::sync::Arc::new(remote)) });
+            return Ok(Store { backend: Backend::Remote(std::sync::Arc::new(remote)) });
         }
         let message = if ["s3", "s3a", "gs", "az", "abfs", "abfss"].contains(&scheme) {
             format!(
@@ -231,7 +228,7 @@ impl Store {
 
     /// The ledger folder (an object store's URL).
     pub fn root(&self) -> &Path {
-        &self.root
+        self.backend.root()
     }
 
     /// Sweeps files left by crashed writers (see [`sweep_after`]) and loads the known ids.
@@ -337,7 +334,7 @@ impl Store {
         let message = format!(
             "gave up after {ATTEMPTS} attempts: other writers kept committing the same charges"
         );
-        Err(Error::ledger(&self.root, message))
+        Err(Error::ledger(self.root(), message))
     }
 
     /// One attempt of [`Store::import_bills`]: `None` when the commit lost to a batch that

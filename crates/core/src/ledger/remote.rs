@@ -35,6 +35,8 @@ pub(crate) struct Remote {
     store: Arc<dyn ObjectStore>,
     prefix: String,
     url: String,
+    /// `url` as the ledger's root path ([`super::Store::root`]).
+    root: PathBuf,
     cache: PathBuf,
     runtime: tokio::runtime::Runtime,
 }
@@ -87,7 +89,8 @@ impl Remote {
         let hash = xxhash_rust::xxh3::xxh3_64(url.as_bytes());
         let cache = cache_root().join("ledgers").join(format!("{hash:016x}"));
         let prefix = prefix.trim_matches('/').to_owned();
-        Ok(Remote { store, prefix, url, cache, runtime })
+        let root = PathBuf::from(&url);
+        Ok(Remote { store, prefix, url, root, cache, runtime })
     }
 
     fn path(&self, name: &str) -> ObjectPath {
@@ -100,6 +103,14 @@ impl Remote {
 
     fn error(&self, name: &str, e: object_store::Error) -> Error {
         Error::ledger(self.url_of(name), e.to_string())
+    }
+
+    pub(crate) fn root(&self) -> &std::path::Path {
+        &self.root
+    }
+
+    pub(crate) fn url(&self) -> &str {
+        &self.url
     }
 
     pub(crate) fn url_of(&self, name: &str) -> String {

@@ -57,11 +57,12 @@ impl Store {
                     state.manifest.batches.iter().map(|b| b.id.as_str()).collect();
                 let known = if known.is_empty() { "none".to_owned() } else { known.join(", ") };
                 return Err(Error::ledger(
-                    &self.root,
+                    self.root(),
                     format!("no batch {id:?}; batches: {known}"),
                 ));
             };
-            if state.legacy {
+            let upgraded = state.legacy;
+            if upgraded {
                 log::checkpoint(&self.backend, 0, &state.manifest)?;
             }
             let commit = Commit::removing(state.head + 1, id);
@@ -71,10 +72,7 @@ impl Store {
             state.apply(&commit);
             let partitions =
                 removed.files.iter().map(|p| (p.month.clone(), p.platform.clone())).collect();
-            if state.head.is_multiple_of(log::CHECKPOINT_EVERY) {
-                log::checkpoint(&self.backend, state.head, &state.manifest)?;
-            }
-            super::sql::write_symlinks(&self.backend, &mut state, &partitions)?;
+            super::commit::after_commit(&self.backend, &mut state, partitions, upgraded)?;
             // Dead now: its files go at once (a reader of the state before the removal that
             // still reads them is told a file is missing, never given a wrong answer).
             let files = removed
@@ -88,12 +86,13 @@ impl Store {
             }
             return Ok(removed);
         }
-        Err(Error::ledger(&self.root, "gave up: other writers kept committing"))
+        Err(Error::ledger(self.root(), "gave up: other writers kept committing"))
     }
 
     /// Checks every file the manifest names (see the module docs).
     pub fn verify(&self) -> Result<Verified> {
-        let manifest = self.manifest()?;
+        let state = log::read(&self.backend)?;
+        let manifest = &state.manifest;
         let scratch = std::env::temp_dir().join(format!("gpuaudit-verify-{}", std::process::id()));
         let mut ids = IdIndex::spilling(scratch, crate::ids::IN_MEMORY);
         let mut out = Verified { batches: manifest.batches.len(), ..Verified::default() };
@@ -168,9 +167,8 @@ impl Store {
                 }
             }
         }
-        let state = log::read(&self.backend)?;
         if !state.legacy {
-            out.stale_manifests = super::sql::stale_symlinks(&self.backend, &state.manifest)?;
+            out.stale_manifests = super::sql::stale_symlinks(&self.backend, manifest)?;
         }
         Ok(out)
     }

@@ -64,17 +64,12 @@ pub(crate) fn write_symlinks(
     partitions: &BTreeSet<(String, String)>,
 ) -> Result<()> {
     loop {
+        let texts = expected(backend, &state.manifest);
         for (month, platform) in partitions {
-            let files = files_of(&state.manifest, Some((month, platform)));
             let name = symlink_name(month, platform);
-            if files.is_empty() {
-                backend.delete(&name)?;
-            } else {
-                let mut text = String::new();
-                for file in files {
-                    let _ = writeln!(text, "{}", backend.url_of(file));
-                }
-                backend.put(&name, text.as_bytes())?;
+            match texts.get(&name) {
+                Some(text) => backend.put(&name, text.as_bytes())?,
+                None => backend.delete(&name)?,
             }
         }
         let newer = log::after(backend, state.head)?;
@@ -90,17 +85,12 @@ pub(crate) fn write_symlinks(
 /// The partitions whose symlink manifest does not list exactly their committed files (or
 /// that have a manifest and no file), as `month=M/platform=P`.
 pub(crate) fn stale_symlinks(backend: &Backend, manifest: &Manifest) -> Result<Vec<String>> {
-    let mut want: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
-    for part in manifest.batches.iter().flat_map(|b| &b.files) {
-        let name = symlink_name(&part.month, &part.platform);
-        want.entry(name).or_default().insert(backend.url_of(&part.path));
-    }
+    let want = expected(backend, manifest);
     let mut stale = Vec::new();
-    for (name, files) in &want {
-        let text = backend.read(name)?.unwrap_or_default();
-        let listed: BTreeSet<String> =
-            String::from_utf8_lossy(&text).lines().map(str::to_owned).collect();
-        if &listed != files {
+    for (name, text) in &want {
+        let bytes = backend.read(name)?.unwrap_or_default();
+        let listed = String::from_utf8_lossy(&bytes);
+        if listed.lines().collect::<BTreeSet<_>>() != text.lines().collect() {
             stale.push(name.clone());
         }
     }
@@ -118,16 +108,21 @@ pub(crate) fn stale_symlinks(backend: &Backend, manifest: &Manifest) -> Result<V
     Ok(stale.iter().map(|n| partition(n)).collect())
 }
 
-/// The committed part files (names), of one partition or of all.
-fn files_of<'m>(manifest: &'m Manifest, partition: Option<(&str, &str)>) -> Vec<&'m str> {
-    let wanted =
-        |p: &&super::PartFile| partition.is_none_or(|(m, pl)| p.month == m && p.platform == pl);
-    manifest
-        .batches
-        .iter()
-        .flat_map(|b| b.files.iter().filter(wanted))
-        .map(|p| p.path.as_str())
-        .collect()
+/// The text of every partition's symlink manifest as of `manifest`, by manifest name: the
+/// URL of each committed part file of the partition, a line each, in commit order.
+fn expected(backend: &Backend, manifest: &Manifest) -> BTreeMap<String, String> {
+    let base = backend.base_url();
+    let mut texts: BTreeMap<String, String> = BTreeMap::new();
+    for part in manifest.batches.iter().flat_map(|b| &b.files) {
+        let text = texts.entry(symlink_name(&part.month, &part.platform)).or_default();
+        let _ = writeln!(text, "{base}/{}", part.path);
+    }
+    texts
+}
+
+/// The committed part files (names).
+fn files_of(manifest: &Manifest) -> Vec<&str> {
+    manifest.batches.iter().flat_map(|b| &b.files).map(|p| p.path.as_str()).collect()
 }
 
 /// The SQL type of a column, in the Hive / Spark spelling, and DuckDB's.
@@ -180,13 +175,13 @@ impl Store {
         };
         if table.is_empty() || !table.chars().all(|c| c.is_ascii_alphanumeric() || c == '_') {
             return Err(Error::ledger(
-                &self.root,
+                self.root(),
                 format!("{table:?} is not a table name (letters, digits, _)"),
             ));
         }
         let base = match location {
             Some(l) => l.trim_end_matches('/').to_owned(),
-            None => self.backend.url_of("").trim_end_matches('/').to_owned(),
+            None => self.backend.base_url(),
         };
         if base.contains(['\'', '\\', '\n']) {
             return Err(bad(
@@ -194,13 +189,13 @@ impl Store {
             ));
         }
         let state = log::read(&self.backend)?;
-        let files = files_of(&state.manifest, None);
+        let files = files_of(&state.manifest);
         if files.is_empty() && matches!(dialect, Dialect::Duckdb | Dialect::Spark) {
-            return Err(Error::ledger(&self.root, "holds no charges yet: import bills first"));
+            return Err(Error::ledger(self.root(), "holds no charges yet: import bills first"));
         }
         let mut out = format!(
             "-- The committed charges of the ledger at {} as of commit {} ({} part files).\n",
-            self.root.display(),
+            self.root().display(),
             state.head,
             files.len()
         );

@@ -182,9 +182,9 @@ impl Writer {
             return Ok(());
         }
         let frame_error =
-            |e: polars::prelude::PolarsError| Error::ledger(&self.store.root, e.to_string());
+            |e: polars::prelude::PolarsError| Error::ledger(self.store.root(), e.to_string());
         if frame.height() != pending.len() {
-            return Err(Error::ledger(&self.store.root, "columns and charges out of step"));
+            return Err(Error::ledger(self.store.root(), "columns and charges out of step"));
         }
         let ids: Vec<u128> = pending.iter().map(|p| p.id).collect();
         let frame = columns::with_ids(frame, &ids).map_err(frame_error)?;
@@ -228,7 +228,7 @@ impl Writer {
             for more in frames {
                 frame
                     .vstack_mut_owned(more)
-                    .map_err(|e| Error::ledger(&self.store.root, e.to_string()))?;
+                    .map_err(|e| Error::ledger(self.store.root(), e.to_string()))?;
             }
             let dir = format!("charges/month={month}/platform={platform}");
             let rel = format!("{dir}/{}-{:04}.parquet", self.batch, self.parts.len());
@@ -256,7 +256,7 @@ impl Writer {
             Some(ParquetThread { jobs, thread, .. }) => {
                 drop(jobs);
                 let rollup = thread.join().unwrap_or_else(|_| {
-                    Err(Error::ledger(&self.store.root, "the Parquet writer thread panicked"))
+                    Err(Error::ledger(self.store.root(), "the Parquet writer thread panicked"))
                 })?;
                 self.rollup.absorb(rollup);
                 Ok(())
@@ -425,7 +425,7 @@ impl Sink for BatchSink<'_> {
     fn batch(&mut self, batch: Columns) -> Result<()> {
         match batch {
             Columns::Built(frame) => self.writer.add_frame(frame),
-            _ => Err(Error::ledger(&self.writer.store.root, "a batch of charges came unsealed")),
+            _ => Err(Error::ledger(self.writer.store.root(), "a batch of charges came unsealed")),
         }
     }
 
