@@ -15,7 +15,7 @@ use gpuaudit_core::config::Config;
 use gpuaudit_core::ledger::Store;
 use gpuaudit_core::platforms::Platforms;
 use gpuaudit_core::report::money_text;
-use gpuaudit_core::waste::{self, Finding, Rule};
+use gpuaudit_core::waste::{self, Evidence, Finding, Rule};
 use gpuaudit_core::{YearMonth, parse_amount};
 use rust_decimal::Decimal;
 
@@ -89,6 +89,20 @@ pub fn run(
     // The limit is compared with the total as printed (in cents), which is what the user saw.
     let over = fail_over.is_some_and(|limit| totals.iter().any(|(_, t)| to_cents(*t) > limit));
     Ok(if over { ExitCode::from(1) } else { ExitCode::SUCCESS })
+}
+
+/// A bill line of a finding, as the text and the report show it: where it was read, its
+/// item, what it billed and what of that was wasted; texts through `text` (made visible, or
+/// escaped), fields apart by `gap`.
+pub fn evidence(e: &Evidence, text: &dyn Fn(&str) -> String, gap: &str) -> String {
+    format!(
+        "{}:{}{gap}{}{gap}billed {}{gap}wasted {}",
+        text(&e.file),
+        e.line,
+        text(&e.item),
+        money_text(e.billed_cost),
+        cents(e.wasted)
+    )
 }
 
 fn utc(t: DateTime<Utc>) -> String {
@@ -268,14 +282,7 @@ fn rule_section(
         out.push_str(&format!("- {}\n", text(&f.recommendation)));
         if explain {
             for e in &f.charges {
-                out.push_str(&format!(
-                    "    {}:{}  {}  billed {}  wasted {}\n",
-                    text(&e.file),
-                    e.line,
-                    text(&e.item),
-                    money_text(e.billed_cost),
-                    cents(e.wasted)
-                ));
+                out.push_str(&format!("    {}\n", evidence(e, &text, "  ")));
             }
         }
     }
