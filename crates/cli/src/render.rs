@@ -47,6 +47,19 @@ pub fn emit(text: &str) -> Result<(), gpuaudit_core::Error> {
     }
 }
 
+/// Writes to stdout what `write` writes, buffered, as it is made (an output of millions of
+/// lines is never held whole); a closed pipe ends quietly.
+pub fn emit_with(
+    write: impl FnOnce(&mut dyn Write) -> std::io::Result<()>,
+) -> Result<(), gpuaudit_core::Error> {
+    let mut out = std::io::BufWriter::with_capacity(1 << 16, std::io::stdout().lock());
+    match write(&mut out).and_then(|()| out.flush()) {
+        Ok(()) => Ok(()),
+        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Ok(()),
+        Err(e) => Err(gpuaudit_core::ErrorKind::Io { path: "<stdout>".into(), source: e }.into()),
+    }
+}
+
 /// Writes one line of warning to stderr.
 #[allow(clippy::print_stderr)]
 pub fn warn(line: &str) {
@@ -153,13 +166,23 @@ pub fn markdown(header: &[&str], align: &[Align], rows: &[Vec<String>]) -> Strin
 /// CSV with a header row. Text cells that a spreadsheet would run as a formula are escaped
 /// with a leading `'`; numbers are written as they are.
 pub fn csv(header: &[&str], rows: &[Vec<String>]) -> String {
-    let mut w = csv::Writer::from_writer(Vec::new());
-    let _ = w.write_record(header);
+    let mut out = Vec::new();
+    let _ = csv_to(&mut out, header, rows.iter());
+    String::from_utf8(out).unwrap_or_default()
+}
+
+/// [`csv`] written to `out` a row at a time, each row made as it is written.
+pub fn csv_to<R: AsRef<[String]>>(
+    out: &mut dyn Write,
+    header: &[&str],
+    rows: impl Iterator<Item = R>,
+) -> std::io::Result<()> {
+    let mut w = csv::Writer::from_writer(out);
+    w.write_record(header)?;
     for row in rows {
-        let cells: Vec<String> = row.iter().map(|c| formula_safe(c)).collect();
-        let _ = w.write_record(&cells);
+        w.write_record(row.as_ref().iter().map(|c| formula_safe(c)))?;
     }
-    String::from_utf8(w.into_inner().unwrap_or_default()).unwrap_or_default()
+    w.flush()
 }
 
 fn formula_safe(cell: &str) -> String {

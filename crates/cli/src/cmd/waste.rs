@@ -20,7 +20,9 @@ use gpuaudit_core::{YearMonth, parse_amount};
 use rust_decimal::Decimal;
 
 use crate::cmd::{select, usage};
-use crate::render::{Align, Format, cents, csv, emit, markdown, md_text, table, to_cents, visible};
+use crate::render::{
+    Align, Format, cents, emit, emit_with, markdown, md_text, table, to_cents, visible,
+};
 
 /// Arguments of `gpuaudit waste`.
 #[derive(clap::Args)]
@@ -74,18 +76,22 @@ pub fn run(
     let platforms = store.platforms_over(profiles)?;
     let findings = store.audit(month, &config, &rules, &platforms)?;
     let totals = waste::totals(&findings)?;
-    let text = match args.format {
-        Format::Csv => render_csv(&findings),
+    match args.format {
+        Format::Csv => emit_with(|out| write_csv(out, &findings))?,
         Format::Xlsx => {
             crate::xlsx::write(args.output.as_deref(), &[("findings", render_csv(&findings))])?;
-            String::new()
         }
-        Format::Json => render_json(month, &findings, &totals),
-        Format::Table | Format::Md => {
-            render_text(month, &rules, &findings, &totals, args.format, args.explain, &platforms)?
-        }
-    };
-    emit(&text)?;
+        Format::Json => emit_with(|out| write_json(out, month, &findings, &totals))?,
+        Format::Table | Format::Md => emit(&render_text(
+            month,
+            &rules,
+            &findings,
+            &totals,
+            args.format,
+            args.explain,
+            &platforms,
+        )?)?,
+    }
     // The limit is compared with the total as printed (in cents), which is what the user saw.
     let over = fail_over.is_some_and(|limit| totals.iter().any(|(_, t)| to_cents(*t) > limit));
     Ok(if over { ExitCode::from(1) } else { ExitCode::SUCCESS })
@@ -134,65 +140,88 @@ pub(crate) const CSV_HEADER: &[&str] = &[
 ];
 
 pub(crate) fn render_csv(findings: &[Finding]) -> String {
-    let rows: Vec<Vec<String>> = findings
-        .iter()
-        .map(|f| {
-            let ids: Vec<String> = f.charges.iter().map(|e| e.id.to_string()).collect();
-            vec![
-                f.code.to_owned(),
-                f.rule.to_owned(),
-                f.platform.clone(),
-                f.account.clone().unwrap_or_default(),
-                f.instance_id.clone().unwrap_or_default(),
-                f.resource_id.clone().unwrap_or_default(),
-                f.category.to_string(),
-                utc(f.period_start),
-                utc(f.period_end),
-                cents(f.amount),
-                f.currency.clone(),
-                cents(f.monthly_projection),
-                ids.join(";"),
-                f.recommendation.clone(),
-            ]
-        })
-        .collect();
-    csv(CSV_HEADER, &rows)
+    let mut out = Vec::new();
+    let _ = write_csv(&mut out, findings);
+    String::from_utf8(out).unwrap_or_default()
 }
 
-fn render_json(month: YearMonth, findings: &[Finding], totals: &[(String, Decimal)]) -> String {
-    let items: Vec<serde_json::Value> = findings
-        .iter()
-        .map(|f| {
-            let charges: Vec<serde_json::Value> = f
-                .charges
-                .iter()
-                .map(|e| {
-                    serde_json::json!({
-                        "id": e.id.to_string(), "file": e.file, "line": e.line, "item": e.item,
-                        "billed_cost": money_text(e.billed_cost), "wasted": cents(e.wasted),
-                    })
-                })
-                .collect();
-            serde_json::json!({
-                "code": f.code, "rule": f.rule, "severity": f.severity.as_str(),
-                "platform": f.platform, "account": f.account, "instance_id": f.instance_id,
-                "resource_id": f.resource_id, "category": f.category.as_str(),
-                "period_start": utc(f.period_start), "period_end": utc(f.period_end),
-                "amount": cents(f.amount), "currency": f.currency,
-                "monthly_projection": cents(f.monthly_projection),
-                "charges": charges, "recommendation": f.recommendation,
-            })
-        })
-        .collect();
+/// The CSV of `findings`, a finding at a time.
+fn write_csv(out: &mut dyn std::io::Write, findings: &[Finding]) -> std::io::Result<()> {
+    let rows = findings.iter().map(|f| {
+        let mut ids = String::with_capacity(33 * f.charges.len());
+        for (i, e) in f.charges.iter().enumerate() {
+            if i > 0 {
+                ids.push(';');
+            }
+            e.id.push_hex(&mut ids);
+        }
+        vec![
+            f.code.to_owned(),
+            f.rule.to_owned(),
+            f.platform.clone(),
+            f.account.clone().unwrap_or_default(),
+            f.instance_id.clone().unwrap_or_default(),
+            f.resource_id.clone().unwrap_or_default(),
+            f.category.to_string(),
+            utc(f.period_start),
+            utc(f.period_end),
+            cents(f.amount),
+            f.currency.clone(),
+            cents(f.monthly_projection),
+            ids,
+            f.recommendation.clone(),
+        ]
+    });
+    crate::render::csv_to(out, CSV_HEADER, rows)
+}
+
+/// The JSON document of the month's findings, written a finding at a time (a month of
+/// millions of bill lines behind its findings is never one value in memory): the bytes
+/// `serde_json` gives for the whole document, keys in order.
+fn write_json(
+    out: &mut dyn std::io::Write,
+    month: YearMonth,
+    findings: &[Finding],
+    totals: &[(String, Decimal)],
+) -> std::io::Result<()> {
+    out.write_all(b"{\"findings\":[")?;
+    for (i, f) in findings.iter().enumerate() {
+        if i > 0 {
+            out.write_all(b",")?;
+        }
+        serde_json::to_writer(&mut *out, &finding_json(f))?;
+    }
     let total: Vec<serde_json::Value> = totals
         .iter()
         .map(|(c, a)| serde_json::json!({ "currency": c, "amount": cents(*a) }))
         .collect();
-    let mut s =
-        serde_json::json!({ "month": month.to_string(), "findings": items, "total": total })
-            .to_string();
-    s.push('\n');
-    s
+    out.write_all(b"],\"month\":")?;
+    serde_json::to_writer(&mut *out, &month.to_string())?;
+    out.write_all(b",\"total\":")?;
+    serde_json::to_writer(&mut *out, &total)?;
+    out.write_all(b"}\n")
+}
+
+fn finding_json(f: &Finding) -> serde_json::Value {
+    let charges: Vec<serde_json::Value> = f
+        .charges
+        .iter()
+        .map(|e| {
+            serde_json::json!({
+                "id": e.id.to_string(), "file": &*e.file, "line": e.line, "item": &*e.item,
+                "billed_cost": money_text(e.billed_cost), "wasted": cents(e.wasted),
+            })
+        })
+        .collect();
+    serde_json::json!({
+        "code": f.code, "rule": f.rule, "severity": f.severity.as_str(),
+        "platform": f.platform, "account": f.account, "instance_id": f.instance_id,
+        "resource_id": f.resource_id, "category": f.category.as_str(),
+        "period_start": utc(f.period_start), "period_end": utc(f.period_end),
+        "amount": cents(f.amount), "currency": f.currency,
+        "monthly_projection": cents(f.monthly_projection),
+        "charges": charges, "recommendation": f.recommendation,
+    })
 }
 
 fn render_text(
