@@ -80,12 +80,13 @@ impl Severity {
 pub struct Evidence {
     /// The charge.
     pub id: ChargeId,
-    /// Its source file.
-    pub file: String,
+    /// Its source file (shared with the other bill lines of the file: a month's findings
+    /// may rest on millions of lines).
+    pub file: std::sync::Arc<str>,
     /// Its line in that file.
     pub line: u64,
-    /// The bill's words for the item.
-    pub item: String,
+    /// The bill's words for the item (shared, as `file`).
+    pub item: std::sync::Arc<str>,
     /// What the line billed.
     pub billed_cost: Decimal,
     /// The part of it counted as waste.

@@ -11,7 +11,8 @@ use crate::charge::{Category, Kind, Pricing};
 use crate::error::Result;
 use crate::money;
 use crate::report::money_text;
-use crate::window::Row;
+use crate::window::{Row, Sym};
+use rustc_hash::FxHashMap as HashMap;
 
 /// Seconds in the 30-day month used for projections.
 const MONTH_SECONDS: i64 = 30 * 24 * 3600;
@@ -54,42 +55,40 @@ fn clip(c: &Row, spans: &[Span]) -> Span {
 }
 
 /// Wasted pieces of charges, grouped into one finding per resource.
-/// Platform, instance, resource, category, currency.
-type GroupKey = (String, Option<String>, Option<String>, Category, String);
+/// Platform, instance, resource, category, currency, as syms of the window's texts.
+type GroupKey = (Sym, Option<Sym>, Option<Sym>, Category, Sym);
 
 /// A wasted piece of a charge: the charge, the money, the time.
 type Piece<'a> = (&'a Row, Decimal, Span);
 
 #[derive(Default)]
 struct Drafts<'a> {
-    groups: BTreeMap<GroupKey, Vec<Piece<'a>>>,
+    groups: HashMap<GroupKey, Vec<Piece<'a>>>,
 }
 
 impl<'a> Drafts<'a> {
-    fn add(&mut self, ctx: &Context<'_>, c: &'a Row, wasted: Decimal, span: Span) {
+    fn add(&mut self, c: &'a Row, wasted: Decimal, span: Span) {
         if wasted.is_zero() {
             return;
         }
-        let key = (
-            ctx.text(c.platform).to_owned(),
-            ctx.opt(c.instance_id).map(str::to_owned),
-            ctx.opt(c.resource_id).map(str::to_owned),
-            c.category,
-            ctx.text(c.currency).to_owned(),
-        );
+        let key = (c.platform, c.instance_id, c.resource_id, c.category, c.currency);
         self.groups.entry(key).or_default().push((c, wasted, span));
     }
 
-    /// One finding per group; `describe` gives (projection, recommendation) for a group.
+    /// One finding per group, in the order of the groups' texts; `describe` gives
+    /// (projection, recommendation) for a group.
     fn findings(
         self,
         ctx: &Context<'_>,
         rule: &dyn Rule,
         mut describe: impl FnMut(&[Piece<'a>]) -> Result<(Decimal, String)>,
     ) -> Result<Vec<Finding>> {
-        self.groups
-            .into_values()
-            .map(|items| {
+        let mut groups: Vec<(GroupKey, Vec<Piece<'a>>)> = self.groups.into_iter().collect();
+        let texts = |k: &GroupKey| (ctx.text(k.0), ctx.opt(k.1), ctx.opt(k.2), k.3, ctx.text(k.4));
+        groups.sort_unstable_by(|a, b| texts(&a.0).cmp(&texts(&b.0)));
+        groups
+            .into_iter()
+            .map(|(_, items)| {
                 let (projection, recommendation) = describe(&items)?;
                 let first = items[0].0;
                 Ok(Finding {
@@ -110,9 +109,9 @@ impl<'a> Drafts<'a> {
                         .iter()
                         .map(|(c, wasted, _)| Evidence {
                             id: c.id(),
-                            file: ctx.text(c.origin.file).to_owned(),
+                            file: ctx.texts.shared(c.origin.file),
                             line: c.origin.line,
-                            item: ctx.text(c.origin.item).to_owned(),
+                            item: ctx.texts.shared(c.origin.item),
                             billed_cost: c.billed_cost,
                             wasted: *wasted,
                         })
@@ -190,7 +189,7 @@ fn while_off(
             continue; // compute seen only at instants: when it was off is unknown
         }
         let spans = off.entry(instance).or_insert_with(|| tl.off_after_grace(known, grace));
-        drafts.add(ctx, c, prorated(c, spans)?, clip(c, spans));
+        drafts.add(c, prorated(c, spans)?, clip(c, spans));
     }
     drafts.findings(ctx, rule, |items| {
         let c = items[0].0;
@@ -261,7 +260,7 @@ impl Rule for UnattachedStorage {
                 Some(i) => !ctx.ran_recently(ctx.text(c.platform), i),
             };
             if released {
-                drafts.add(ctx, c, c.billed_cost, (c.charge_start, c.charge_end));
+                drafts.add(c, c.billed_cost, (c.charge_start, c.charge_end));
             }
         }
         let lookback = ctx.config.waste.lookback_days;
@@ -323,7 +322,7 @@ impl Rule for StaleSnapshot {
                 .map(|(s, e)| (s.max(old_from), e))
                 .filter(|(s, e)| s < e)
                 .collect();
-            drafts.add(ctx, c, prorated(c, &spans)?, clip(c, &spans));
+            drafts.add(c, prorated(c, &spans)?, clip(c, &spans));
         }
         drafts.findings(ctx, self, |items| {
             let c = items[0].0;
@@ -473,7 +472,7 @@ impl Rule for OnDemandOverSubscription {
             let mut drafts = Drafts::default();
             for c in &charges {
                 let share = share_of(c.billed_cost, savings, on_demand)?;
-                drafts.add(ctx, c, share, (c.charge_start, c.charge_end));
+                drafts.add(c, share, (c.charge_start, c.charge_end));
             }
             let projection = if active_days > 0 {
                 share_of(savings, Decimal::from(30), Decimal::from(active_days.min(30)))?
@@ -542,7 +541,6 @@ impl Rule for TrafficHeavy {
             let mut drafts = Drafts::default();
             for c in &traffic {
                 drafts.add(
-                    ctx,
                     c,
                     share_of(c.billed_cost, excess, spent)?,
                     (c.charge_start, c.charge_end),
