@@ -267,7 +267,7 @@ fn instance_lines(
             .or_else(|| note.and_then(|n| n.gpu_model.as_deref()))
             .map(str::to_owned);
         let gpu_count = acc.gpu_count.or_else(|| note.and_then(|n| n.gpu_count));
-        let usage = usage_of(&mut acc, instance.is_some(), within, gpu_count, note, texts)?;
+        let usage = usage_of(&mut acc, instance.is_some(), within, gpu_count, note, window)?;
         lines.push(CostLine {
             month,
             keys: Vec::new(),
@@ -302,8 +302,9 @@ fn usage_of(
     within: Span,
     gpu_count: Option<u16>,
     note: Option<&crate::config::InstanceNote>,
-    texts: &crate::window::Texts,
+    window: &Window,
 ) -> Result<Usage> {
+    let texts = &window.texts;
     let mut spans = std::mem::take(&mut acc.spans);
     spans.sort();
     let timeline = Timeline { covered: merged(spans), seen: Vec::new() };
@@ -331,8 +332,13 @@ fn usage_of(
     };
     for r in &acc.attached {
         let span_seconds = (r.charge_end - r.charge_start).num_seconds();
-        let measured =
-            usage::measure(r.category, texts.opt(r.unit), r.quantity(), span_seconds, note)?;
+        let measured = usage::measure(
+            r.category,
+            texts.opt(r.unit),
+            window.amounts(r).quantity(),
+            span_seconds,
+            note,
+        )?;
         let Some((measure, amount)) = measured else {
             usage.unmeasured.add(r.category, r.billed_cost)?;
             continue;

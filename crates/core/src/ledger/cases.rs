@@ -34,8 +34,8 @@ impl Store {
         rules: &[&dyn Rule],
         platforms: &Platforms,
     ) -> Result<Vec<Finding>> {
-        let window =
-            self.load_rows(&LoadFilter { months: waste::months_to_read(month, config) })?;
+        let months = waste::months_to_read(month, config);
+        let window = self.load_window(&LoadFilter { months }, false)?;
         waste::audit_rows(rules, &window, month, config, platforms)
     }
 
@@ -69,7 +69,7 @@ impl Store {
         months.extend(reconcile::months_to_read(month));
         months.sort();
         months.dedup();
-        let mut all = self.load_rows_unlinked(&LoadFilter { months })?;
+        let mut all = self.load_rows_unlinked(&LoadFilter { months }, true)?;
         let uses =
             [waste::months_to_read(month, config), reconcile::months_to_read(month), vec![month]];
         // A use whose months hold every row read takes the window as it is; another gets
@@ -80,11 +80,7 @@ impl Store {
                 if all.rows.iter().all(|r| wanted.contains(&r.billing_period)) {
                     return None;
                 }
-                let rows = all.rows.iter().filter(|r| wanted.contains(&r.billing_period));
-                let mut w = crate::window::Window {
-                    texts: all.texts.clone(),
-                    rows: rows.cloned().collect(),
-                };
+                let mut w = all.subset(|r| wanted.contains(&r.billing_period));
                 crate::window::link_rows(&mut w.rows);
                 Some(w)
             })

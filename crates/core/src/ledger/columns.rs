@@ -483,15 +483,25 @@ pub(crate) fn refs_from_frame<T>(
 /// The columns of [`SCHEMA`] no rule or report reads, so a [`Row`] has no field for them.
 const NOT_IN_ROWS: [&str; 2] = ["resource_name", "region"];
 
-/// The columns a [`Row`] is read from: [`SCHEMA`]'s but [`NOT_IN_ROWS`].
-pub(crate) fn row_columns() -> impl Iterator<Item = &'static schema::Column> {
-    SCHEMA.iter().filter(|c| !NOT_IN_ROWS.contains(&c.name))
+/// The columns of a row's [`Amounts`], read only for a window that keeps them.
+const AMOUNTS: [&str; 4] = ["quantity", "unit_price", "list_cost", "balance_after"];
+
+/// The columns a [`Row`] is read from: [`SCHEMA`]'s but [`NOT_IN_ROWS`], and but
+/// [`AMOUNTS`] unless `amounts`.
+pub(crate) fn row_columns(amounts: bool) -> impl Iterator<Item = &'static schema::Column> {
+    SCHEMA
+        .iter()
+        .filter(move |c| !NOT_IN_ROWS.contains(&c.name) && (amounts || !AMOUNTS.contains(&c.name)))
 }
 
-/// The rows of a part file read with [`row_columns`], and their texts.
-pub(crate) fn rows_from_frame(df: &DataFrame) -> Result<(Vec<Row>, Texts), String> {
+/// The rows of a part file read with [`row_columns`]`(amounts)`, their amounts (none unless
+/// `amounts`) and their texts.
+pub(crate) type PartRows = (Vec<Row>, Vec<Amounts>, Texts);
+
+/// See [`PartRows`].
+pub(crate) fn rows_from_frame(df: &DataFrame, amounts: bool) -> Result<PartRows, String> {
     let mut texts = Texts::default();
-    let r = Read::of(df, row_columns())?;
+    let r = Read::of(df, row_columns(amounts))?;
     let (ids, platform, account) = (r.text("id")?, r.text("platform")?, r.text("account")?);
     let period = r.text("billing_period")?;
     let (start, end) = (r.time("charge_start")?, r.time("charge_end")?);
@@ -499,11 +509,18 @@ pub(crate) fn rows_from_frame(df: &DataFrame) -> Result<(Vec<Row>, Texts), Strin
     let (category, kind, pricing) = (r.text("category")?, r.text("kind")?, r.text("pricing")?);
     let (gpu_model, currency) = (r.text("gpu_model")?, r.text("currency")?);
     let (gpu_count, unit) = (r.int("gpu_count")?, r.text("unit")?);
-    let (quantity, unit_price) = (r.decimal("quantity")?, r.decimal("unit_price")?);
-    let (list_cost, billed_cost) = (r.decimal("list_cost")?, r.decimal("billed_cost")?);
-    let balance_after = r.decimal("balance_after")?;
+    let billed_cost = r.decimal("billed_cost")?;
     let (file, line, item) =
         (r.text("source_file")?, r.int("source_line")?, r.text("source_item")?);
+    let amounts = if amounts {
+        let (quantity, unit_price) = (r.decimal("quantity")?, r.decimal("unit_price")?);
+        let (list_cost, balance_after) = (r.decimal("list_cost")?, r.decimal("balance_after")?);
+        (0..df.height())
+            .map(|i| Amounts::new([quantity[i], unit_price[i], list_cost[i], balance_after[i]]))
+            .collect()
+    } else {
+        Vec::new()
+    };
     let mut months: Option<(&str, crate::charge::YearMonth)> = None;
     let rows = (0..df.height())
         .map(|i| {
@@ -527,7 +544,7 @@ pub(crate) fn rows_from_frame(df: &DataFrame) -> Result<(Vec<Row>, Texts), Strin
                 gpu_model: texts.sym_opt(gpu_model[i]),
                 gpu_count: gpu_count[i].and_then(|n| u16::try_from(n).ok()),
                 unit: texts.sym_opt(unit[i]),
-                amounts: Amounts::new([quantity[i], unit_price[i], list_cost[i], balance_after[i]]),
+                pos: u32::try_from(i).unwrap_or(u32::MAX),
                 billed_cost: required(billed_cost[i], "billed_cost")?,
                 currency: texts.sym(required(currency[i], "currency")?),
                 origin: RowOrigin {
@@ -538,7 +555,7 @@ pub(crate) fn rows_from_frame(df: &DataFrame) -> Result<(Vec<Row>, Texts), Strin
             })
         })
         .collect::<Result<Vec<Row>, String>>()?;
-    Ok((rows, texts))
+    Ok((rows, amounts, texts))
 }
 
 #[cfg(test)]

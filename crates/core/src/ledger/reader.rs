@@ -59,23 +59,41 @@ impl Store {
     /// their instances as [`Store::load`] links them: what [`Store::audit`] and
     /// [`Store::reconcile`] read.
     pub fn load_rows(&self, filter: &LoadFilter) -> Result<crate::window::Window> {
-        let mut window = self.load_rows_unlinked(filter)?;
+        self.load_window(filter, true)
+    }
+
+    /// [`Store::load_rows`], with the rows' [`crate::window::Amounts`] only if `amounts`
+    /// (the waste rules read none of them).
+    pub fn load_window(&self, filter: &LoadFilter, amounts: bool) -> Result<crate::window::Window> {
+        let mut window = self.load_rows_unlinked(filter, amounts)?;
         crate::window::link_rows(&mut window.rows);
         Ok(window)
     }
 
-    /// [`Store::load_rows`] without the linking: for a caller that reads several windows out
-    /// of one read and links each as [`Store::load_rows`] would.
-    pub(super) fn load_rows_unlinked(&self, filter: &LoadFilter) -> Result<crate::window::Window> {
+    /// [`Store::load_window`] without the linking: for a caller that reads several windows
+    /// out of one read and links each as [`Store::load_rows`] would.
+    pub(super) fn load_rows_unlinked(
+        &self,
+        filter: &LoadFilter,
+        amounts: bool,
+    ) -> Result<crate::window::Window> {
         let manifest = self.manifest()?;
         let (rows, parts) = self.parts_of(&manifest, filter)?;
-        let mut window = crate::window::Window::with_capacity(rows);
-        let decode = columns::rows_from_frame;
-        let names: Vec<&str> = columns::row_columns().map(|c| c.name).collect();
-        read_parts_in_order(&self.backend, &parts, Some(&names), decode, |(rows, texts)| {
-            window.append(rows, &texts);
+        let mut window = crate::window::Window::with_capacity(rows, amounts);
+        let decode = |df: &polars::prelude::DataFrame| columns::rows_from_frame(df, amounts);
+        let names: Vec<&str> = columns::row_columns(amounts).map(|c| c.name).collect();
+        let mut failed = None;
+        read_parts_in_order(&self.backend, &parts, Some(&names), decode, |(rows, a, texts)| {
+            if let Err(e) = window.append(rows, a, &texts)
+                && failed.is_none()
+            {
+                failed = Some(e);
+            }
         })?;
-        Ok(window)
+        match failed {
+            Some(message) => Err(ErrorKind::Overflow { what: message }.into()),
+            None => Ok(window),
+        }
     }
 
     /// The part files of `manifest` that `filter` reads, with their batches, in batch and

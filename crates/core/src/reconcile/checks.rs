@@ -56,10 +56,14 @@ impl Check for Arithmetic {
     fn run(&self, ctx: &Context<'_>) -> Result<Vec<Discrepancy>> {
         let mut out = Vec::new();
         for c in ctx.in_month() {
-            let (Some(price), Some(quantity)) = (c.unit_price(), c.quantity()) else { continue };
+            let (Some(price), Some(quantity)) =
+                (ctx.amounts(c).unit_price(), ctx.amounts(c).quantity())
+            else {
+                continue;
+            };
             let expected = money::mul(price, quantity, "a unit price times its quantity")?.abs();
             let actual = match ctx.input.platforms.unit_price_of(ctx.text(c.platform)) {
-                UnitPriceOf::ListCost => c.list_cost().unwrap_or(c.billed_cost),
+                UnitPriceOf::ListCost => ctx.amounts(c).list_cost().unwrap_or(c.billed_cost),
                 UnitPriceOf::BilledCost => c.billed_cost,
             }
             .abs();
@@ -217,7 +221,7 @@ impl Check for BalanceChain {
     }
     fn run(&self, ctx: &Context<'_>) -> Result<Vec<Discrepancy>> {
         let mut files: BTreeMap<(&str, Option<&str>, &str), Vec<&Row>> = BTreeMap::new();
-        for c in ctx.charges.iter().filter(|c| c.balance_after().is_some()) {
+        for c in ctx.charges.iter().filter(|c| ctx.amounts(c).balance_after().is_some()) {
             files
                 .entry((ctx.text(c.platform), ctx.opt(c.account), ctx.text(c.origin.file)))
                 .or_default()
@@ -232,7 +236,7 @@ impl Check for BalanceChain {
             }
             let mut balance: Option<Decimal> = None;
             for c in rows {
-                let stated = c.balance_after().unwrap_or_default();
+                let stated = ctx.amounts(c).balance_after().unwrap_or_default();
                 if let Some(previous) = balance {
                     let expected = money::sub(previous, c.billed_cost, "a running balance")?;
                     if expected != stated && c.billing_period == ctx.month {
@@ -361,7 +365,8 @@ impl Check for RateCardCheck {
                 continue;
             };
             let hour_long = c.charge_end - c.charge_start == Duration::hours(1);
-            let Some(price) = c.unit_price().or(hour_long.then_some(c.billed_cost)) else {
+            let Some(price) = ctx.amounts(c).unit_price().or(hour_long.then_some(c.billed_cost))
+            else {
                 continue;
             };
             if price > contracted {

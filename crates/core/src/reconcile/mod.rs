@@ -185,6 +185,8 @@ pub struct Context<'a> {
     pub charges: &'a [Row],
     /// Their texts.
     pub texts: &'a Texts,
+    /// Their window, whose amounts they are ([`Context::amounts`]).
+    pub window: &'a Window,
     /// The month checked.
     pub month: YearMonth,
     /// Footers, statements, rate cards.
@@ -200,6 +202,11 @@ impl<'a> Context<'a> {
     /// [`Context::text`] of a text that may be absent.
     pub fn opt(&self, sym: Option<Sym>) -> Option<&'a str> {
         self.texts.opt(sym)
+    }
+
+    /// The quantity, unit price, list cost and balance of a charge.
+    pub fn amounts(&self, c: &Row) -> crate::window::Amounts {
+        self.window.amounts(c)
     }
 
     /// The month's charges.
@@ -246,7 +253,7 @@ pub fn check_rows(
     month: YearMonth,
     input: &ReconcileInput,
 ) -> Result<Vec<Discrepancy>> {
-    let ctx = Context { charges: &window.rows, texts: &window.texts, month, input };
+    let ctx = Context { charges: &window.rows, texts: &window.texts, window, month, input };
     let mut out = Vec::new();
     for c in checks {
         let mut found = c.run(&ctx)?;
