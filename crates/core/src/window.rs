@@ -100,8 +100,8 @@ pub struct RowOrigin {
     pub item: Sym,
 }
 
-/// The four amounts a row may lack ([`Row::quantity`], [`Row::unit_price`],
-/// [`Row::list_cost`], [`Row::balance_after`]), exactly, in 52 bytes where four
+/// The four amounts a row may lack ([`Amounts::quantity`], [`Amounts::unit_price`],
+/// [`Amounts::list_cost`], [`Amounts::balance_after`]), exactly, in 52 bytes where four
 /// `Option<Decimal>` take 80: each amount's 96-bit mantissa, and in one word each one's
 /// presence, sign and scale (7 bits each).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
