@@ -349,6 +349,18 @@ pub fn row_of(c: &Charge, texts: &mut Texts) -> Row {
     }
 }
 
+/// The values of `groups` (keyed by syms, hashed cheaply) in the order of their keys' texts
+/// by `texts_of`: what a `BTreeMap` keyed by the texts gives, without comparing texts for
+/// every row put in a group.
+pub fn in_text_order<K, V, O: Ord>(
+    groups: HashMap<K, V>,
+    texts_of: impl Fn(&K) -> O,
+) -> Vec<(K, V)> {
+    let mut groups: Vec<(K, V)> = groups.into_iter().collect();
+    groups.sort_unstable_by_key(|g| texts_of(&g.0));
+    groups
+}
+
 /// [`crate::link_to_instances`] for a window: a row with no instance whose resource is the
 /// instance of a compute row of the same platform and account belongs to it.
 pub fn link_rows(rows: &mut [Row]) -> usize {

@@ -11,7 +11,8 @@ use crate::charge::{Category, Kind, Pricing};
 use crate::error::Result;
 use crate::money;
 use crate::report::{duration_text, money_text};
-use crate::window::Row;
+use crate::window::{Row, Sym, in_text_order};
+use rustc_hash::FxHashMap as HashMap;
 
 fn line(ctx: &Context<'_>, c: &Row) -> Line {
     Line { file: ctx.text(c.origin.file).to_owned(), line: c.origin.line }
@@ -102,24 +103,20 @@ impl Check for DoubleCharge {
         "double-charge"
     }
     fn run(&self, ctx: &Context<'_>) -> Result<Vec<Discrepancy>> {
-        type Key<'a> = (&'a str, Option<&'a str>, &'a str, Category, &'a str, &'a str);
-        let mut groups: BTreeMap<Key<'_>, Vec<&Row>> = BTreeMap::new();
+        type Key = (Sym, Option<Sym>, Sym, Category, Sym, Sym);
+        let mut groups: HashMap<Key, Vec<&Row>> = HashMap::default();
         for c in ctx.in_month() {
             let charged = matches!(c.kind, Kind::Usage) && c.billed_cost > Decimal::ZERO;
-            if let (true, Some(r)) = (charged && c.charge_end > c.charge_start, &c.resource_id) {
-                let key = (
-                    ctx.text(c.platform),
-                    ctx.opt(c.account),
-                    ctx.text(*r),
-                    c.category,
-                    ctx.text(c.origin.item),
-                    ctx.text(c.currency),
-                );
+            if let (true, Some(r)) = (charged && c.charge_end > c.charge_start, c.resource_id) {
+                let key = (c.platform, c.account, r, c.category, c.origin.item, c.currency);
                 groups.entry(key).or_default().push(c);
             }
         }
+        let texts = |k: &Key| {
+            (ctx.text(k.0), ctx.opt(k.1), ctx.text(k.2), k.3, ctx.text(k.4), ctx.text(k.5))
+        };
         let mut out = Vec::new();
-        for mut rows in groups.into_values() {
+        for (_, mut rows) in in_text_order(groups, texts) {
             rows.sort_by_key(|c| (c.charge_start, c.charge_end, c.origin.line));
             let mut latest: Option<&Row> = None;
             for c in rows {
@@ -161,19 +158,20 @@ impl Check for CoverageGap {
     fn run(&self, ctx: &Context<'_>) -> Result<Vec<Discrepancy>> {
         let continuous =
             [Category::SystemDisk, Category::DataDisk, Category::PublicIp, Category::Snapshot];
-        let mut groups: BTreeMap<(&str, &str, Category), Vec<&Row>> = BTreeMap::new();
+        let mut groups: HashMap<(Sym, Sym, Category), Vec<&Row>> = HashMap::default();
         for c in ctx.in_month() {
             if let (true, Some(r)) = (
                 continuous.contains(&c.category)
                     && c.kind == Kind::Usage
                     && c.charge_end > c.charge_start,
-                &c.resource_id,
+                c.resource_id,
             ) {
-                groups.entry((ctx.text(c.platform), ctx.text(*r), c.category)).or_default().push(c);
+                groups.entry((c.platform, r, c.category)).or_default().push(c);
             }
         }
+        let texts = |k: &(Sym, Sym, Category)| (ctx.text(k.0), ctx.text(k.1), k.2);
         let mut out = Vec::new();
-        for rows in groups.into_values() {
+        for (_, rows) in in_text_order(groups, texts) {
             let mut durations: Vec<Duration> =
                 rows.iter().map(|c| c.charge_end - c.charge_start).collect();
             durations.sort();
@@ -220,15 +218,13 @@ impl Check for BalanceChain {
         "balance-chain"
     }
     fn run(&self, ctx: &Context<'_>) -> Result<Vec<Discrepancy>> {
-        let mut files: BTreeMap<(&str, Option<&str>, &str), Vec<&Row>> = BTreeMap::new();
+        let mut files: HashMap<(Sym, Option<Sym>, Sym), Vec<&Row>> = HashMap::default();
         for c in ctx.charges.iter().filter(|c| ctx.amounts(c).balance_after().is_some()) {
-            files
-                .entry((ctx.text(c.platform), ctx.opt(c.account), ctx.text(c.origin.file)))
-                .or_default()
-                .push(c);
+            files.entry((c.platform, c.account, c.origin.file)).or_default().push(c);
         }
+        let texts = |k: &(Sym, Option<Sym>, Sym)| (ctx.text(k.0), ctx.opt(k.1), ctx.text(k.2));
         let mut out = Vec::new();
-        for mut rows in files.into_values() {
+        for (_, mut rows) in in_text_order(files, texts) {
             rows.sort_by_key(|c| c.origin.line);
             let (first, last) = (rows[0], rows[rows.len() - 1]);
             if first.charge_end > last.charge_end {

@@ -11,7 +11,7 @@ use crate::charge::{Category, Kind, Pricing};
 use crate::error::Result;
 use crate::money;
 use crate::report::money_text;
-use crate::window::{Row, Sym};
+use crate::window::{Row, Sym, in_text_order};
 use rustc_hash::FxHashMap as HashMap;
 
 /// Seconds in the 30-day month used for projections.
@@ -83,10 +83,8 @@ impl<'a> Drafts<'a> {
         rule: &dyn Rule,
         mut describe: impl FnMut(&[Piece<'a>]) -> Result<(Decimal, String)>,
     ) -> Result<Vec<Finding>> {
-        let mut groups: Vec<(GroupKey, Vec<Piece<'a>>)> = self.groups.into_iter().collect();
         let texts = |k: &GroupKey| (ctx.text(k.0), ctx.opt(k.1), ctx.opt(k.2), k.3, ctx.text(k.4));
-        groups.sort_unstable_by(|a, b| texts(&a.0).cmp(&texts(&b.0)));
-        groups
+        in_text_order(self.groups, texts)
             .into_iter()
             .map(|(_, items)| {
                 let (projection, recommendation) = describe(&items)?;
@@ -423,28 +421,23 @@ impl Rule for OnDemandOverSubscription {
         "on-demand-over-subscription"
     }
     fn check(&self, ctx: &Context<'_>) -> Result<Vec<Finding>> {
-        let mut by_instance: BTreeMap<(String, String, String), Vec<&Row>> = BTreeMap::new();
+        let mut by_instance: HashMap<(Sym, Sym, Sym), Vec<&Row>> = HashMap::default();
         for c in ctx.in_month() {
             let on_demand = c.category == Category::Compute
                 && c.kind == Kind::Usage
                 && c.pricing == Pricing::OnDemand
                 && c.billed_cost > Decimal::ZERO;
-            if let (true, Some(i)) = (on_demand, ctx.opt(c.instance_id)) {
-                by_instance
-                    .entry((
-                        ctx.text(c.platform).to_owned(),
-                        i.to_owned(),
-                        ctx.text(c.currency).to_owned(),
-                    ))
-                    .or_default()
-                    .push(c);
+            if let (true, Some(i)) = (on_demand, c.instance_id) {
+                by_instance.entry((c.platform, i, c.currency)).or_default().push(c);
             }
         }
         let mut findings = Vec::new();
         let seen = Self::seen_plans(ctx)?;
-        for ((platform, instance, currency), charges) in by_instance {
+        let texts = |k: &(Sym, Sym, Sym)| (ctx.text(k.0), ctx.text(k.1), ctx.text(k.2));
+        for (key, charges) in in_text_order(by_instance, texts) {
+            let (platform, instance, currency) = texts(&key);
             let Some(gpu) = charges.iter().find_map(|c| model(ctx, c)) else { continue };
-            let (monthly, weekly) = Self::plans(ctx, &seen, (&platform, &gpu, &currency));
+            let (monthly, weekly) = Self::plans(ctx, &seen, (platform, &gpu, currency));
             let start = charges.iter().map(|c| c.charge_start).min().unwrap_or_default();
             let end = charges.iter().map(|c| c.charge_end).max().unwrap_or_default();
             let active_days = ((end - start).num_seconds() + 86_399) / 86_400;
@@ -495,7 +488,7 @@ impl Rule for OnDemandOverSubscription {
                     f.period_start = f.period_start.min(other.period_start);
                     f.period_end = f.period_end.max(other.period_end);
                 }
-                f.resource_id = Some(instance.clone());
+                f.resource_id = Some(instance.to_owned());
                 findings.push(f);
             }
         }
@@ -515,23 +508,19 @@ impl Rule for TrafficHeavy {
     }
     fn check(&self, ctx: &Context<'_>) -> Result<Vec<Finding>> {
         let share = ctx.config.waste.traffic_share;
-        let mut cost: BTreeMap<(String, String, String), (Decimal, Vec<&Row>)> = BTreeMap::new();
+        let mut cost: HashMap<(Sym, Sym, Sym), (Decimal, Vec<&Row>)> = HashMap::default();
         for c in ctx.in_month() {
-            let Some(i) = ctx.opt(c.instance_id) else { continue };
-            let entry = cost
-                .entry((
-                    ctx.text(c.platform).to_owned(),
-                    i.to_owned(),
-                    ctx.text(c.currency).to_owned(),
-                ))
-                .or_default();
+            let Some(i) = c.instance_id else { continue };
+            let entry = cost.entry((c.platform, i, c.currency)).or_default();
             entry.0 = money::add(entry.0, c.billed_cost, "an instance's cost")?;
             if c.category == Category::Traffic && c.billed_cost > Decimal::ZERO {
                 entry.1.push(c);
             }
         }
         let mut findings = Vec::new();
-        for ((_, instance, _), (total, traffic)) in cost {
+        let texts = |k: &(Sym, Sym, Sym)| (ctx.text(k.0), ctx.text(k.1), ctx.text(k.2));
+        for (key, (total, traffic)) in in_text_order(cost, texts) {
+            let instance = ctx.text(key.1);
             let spent = money::sum(traffic.iter().map(|c| c.billed_cost), "an instance's traffic")?;
             let allowed = money::mul(share, total, "an instance's traffic allowance")?;
             let excess = money::sub(spent, allowed, "an instance's excess traffic")?;
