@@ -36,6 +36,7 @@ pub mod import;
 pub mod ledger;
 pub mod money;
 mod month;
+mod par;
 mod parse;
 pub mod platforms;
 pub mod reconcile;

@@ -38,11 +38,6 @@ impl Texts {
         self.texts.get(sym.0.get() as usize - 1).map_or("", |t| t)
     }
 
-    /// The text `sym` stands for, shared (not copied).
-    pub fn shared(&self, sym: Sym) -> Arc<str> {
-        self.texts.get(sym.0.get() as usize - 1).cloned().unwrap_or_else(|| "".into())
-    }
-
     /// [`Texts::get`] of a text that may be absent.
     pub fn opt(&self, sym: Option<Sym>) -> Option<&str> {
         sym.map(|s| self.get(s))

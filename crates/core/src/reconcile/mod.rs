@@ -255,8 +255,9 @@ pub fn check_rows(
 ) -> Result<Vec<Discrepancy>> {
     let ctx = Context { charges: &window.rows, texts: &window.texts, window, month, input };
     let mut out = Vec::new();
-    for c in checks {
-        let mut found = c.run(&ctx)?;
+    // The checks side by side; their discrepancies in the order of the checks.
+    for found in crate::par::map(checks, |c| c.run(&ctx)) {
+        let mut found = found?;
         found.sort_by(|a, b| {
             a.locations.cmp(&b.locations).then_with(|| a.platform.cmp(&b.platform))
         });

@@ -13,6 +13,7 @@ use crate::money;
 use crate::report::money_text;
 use crate::window::{Row, Sym, in_text_order};
 use rustc_hash::FxHashMap as HashMap;
+use std::sync::Arc;
 
 /// Seconds in the 30-day month used for projections.
 const MONTH_SECONDS: i64 = 30 * 24 * 3600;
@@ -58,37 +59,60 @@ fn clip(c: &Row, spans: &[Span]) -> Span {
 /// Platform, instance, resource, category, currency, as syms of the window's texts.
 type GroupKey = (Sym, Option<Sym>, Option<Sym>, Category, Sym);
 
-/// A wasted piece of a charge: the charge, the money, the time.
-type Piece<'a> = (&'a Row, Decimal, Span);
+/// The wasted pieces of one resource's charges so far: its first charge (what a finding's
+/// texts are made from), the wasted time's bounds, and the bill lines, made as the pieces
+/// come (a month may waste millions of pieces: each is made once, at its place).
+struct Group<'a> {
+    first: &'a Row,
+    span: Span,
+    charges: Vec<Evidence>,
+}
 
 #[derive(Default)]
 struct Drafts<'a> {
-    groups: HashMap<GroupKey, Vec<Piece<'a>>>,
+    groups: HashMap<GroupKey, Group<'a>>,
+    /// The drafts' own copies of the files' and items' texts: rules run side by side, and
+    /// millions of clones of the window's one copy made its count bounce between cores.
+    copies: HashMap<Sym, Arc<str>>,
 }
 
 impl<'a> Drafts<'a> {
-    fn add(&mut self, c: &'a Row, wasted: Decimal, span: Span) {
+    fn add(&mut self, ctx: &Context<'_>, c: &'a Row, wasted: Decimal, span: Span) {
         if wasted.is_zero() {
             return;
         }
+        let mut copy =
+            |sym: Sym| self.copies.entry(sym).or_insert_with(|| ctx.text(sym).into()).clone();
+        let evidence = Evidence {
+            id: c.id(),
+            file: copy(c.origin.file),
+            line: c.origin.line,
+            item: copy(c.origin.item),
+            billed_cost: c.billed_cost,
+            wasted,
+        };
         let key = (c.platform, c.instance_id, c.resource_id, c.category, c.currency);
-        self.groups.entry(key).or_default().push((c, wasted, span));
+        let group =
+            self.groups.entry(key).or_insert_with(|| Group { first: c, span, charges: Vec::new() });
+        group.span = (group.span.0.min(span.0), group.span.1.max(span.1));
+        group.charges.push(evidence);
     }
 
     /// One finding per group, in the order of the groups' texts; `describe` gives
-    /// (projection, recommendation) for a group.
+    /// (projection, recommendation) for a group by its first charge.
     fn findings(
         self,
         ctx: &Context<'_>,
         rule: &dyn Rule,
-        mut describe: impl FnMut(&[Piece<'a>]) -> Result<(Decimal, String)>,
+        mut describe: impl FnMut(&'a Row) -> Result<(Decimal, String)>,
     ) -> Result<Vec<Finding>> {
         let texts = |k: &GroupKey| (ctx.text(k.0), ctx.opt(k.1), ctx.opt(k.2), k.3, ctx.text(k.4));
         in_text_order(self.groups, texts)
             .into_iter()
-            .map(|(_, items)| {
-                let (projection, recommendation) = describe(&items)?;
-                let first = items[0].0;
+            .map(|(_, group)| {
+                let first = group.first;
+                let (projection, recommendation) = describe(first)?;
+                let wasted = group.charges.iter().map(|e| e.wasted);
                 Ok(Finding {
                     code: rule.code(),
                     rule: rule.name(),
@@ -98,22 +122,12 @@ impl<'a> Drafts<'a> {
                     instance_id: ctx.opt(first.instance_id).map(str::to_owned),
                     resource_id: ctx.opt(first.resource_id).map(str::to_owned),
                     category: first.category,
-                    period_start: items.iter().map(|i| i.2.0).min().unwrap_or(first.charge_start),
-                    period_end: items.iter().map(|i| i.2.1).max().unwrap_or(first.charge_end),
-                    amount: money::sum(items.iter().map(|i| i.1), "a finding's wasted money")?,
+                    period_start: group.span.0,
+                    period_end: group.span.1,
+                    amount: money::sum(wasted, "a finding's wasted money")?,
                     currency: ctx.text(first.currency).to_owned(),
                     monthly_projection: projection,
-                    charges: items
-                        .iter()
-                        .map(|(c, wasted, _)| Evidence {
-                            id: c.id(),
-                            file: ctx.texts.shared(c.origin.file),
-                            line: c.origin.line,
-                            item: ctx.texts.shared(c.origin.item),
-                            billed_cost: c.billed_cost,
-                            wasted: *wasted,
-                        })
-                        .collect(),
+                    charges: group.charges,
                     recommendation,
                 })
             })
@@ -187,10 +201,9 @@ fn while_off(
             continue; // compute seen only at instants: when it was off is unknown
         }
         let spans = off.entry(instance).or_insert_with(|| tl.off_after_grace(known, grace));
-        drafts.add(c, prorated(c, spans)?, clip(c, spans));
+        drafts.add(ctx, c, prorated(c, spans)?, clip(c, spans));
     }
-    drafts.findings(ctx, rule, |items| {
-        let c = items[0].0;
+    drafts.findings(ctx, rule, |c| {
         let instance = ctx.opt(c.instance_id).unwrap_or_default();
         Ok((
             resource_projection(ctx, c)?,
@@ -249,21 +262,24 @@ impl Rule for UnattachedStorage {
     fn check(&self, ctx: &Context<'_>) -> Result<Vec<Finding>> {
         let mut drafts = Drafts::default();
         let storage = [Category::SystemDisk, Category::DataDisk, Category::PublicIp];
+        // Rows come by the million, instances by the thousand.
+        let mut ran: HashMap<(Sym, Sym), bool> = HashMap::default();
         for c in ctx.in_month() {
             if !storage.contains(&c.category) || c.billed_cost <= Decimal::ZERO {
                 continue;
             }
-            let released = match ctx.opt(c.instance_id) {
+            let released = match c.instance_id {
                 None => true,
-                Some(i) => !ctx.ran_recently(ctx.text(c.platform), i),
+                Some(i) => !*ran
+                    .entry((c.platform, i))
+                    .or_insert_with(|| ctx.ran_recently(ctx.text(c.platform), ctx.text(i))),
             };
             if released {
-                drafts.add(c, c.billed_cost, (c.charge_start, c.charge_end));
+                drafts.add(ctx, c, c.billed_cost, (c.charge_start, c.charge_end));
             }
         }
         let lookback = ctx.config.waste.lookback_days;
-        drafts.findings(ctx, self, |items| {
-            let c = items[0].0;
+        drafts.findings(ctx, self, |c| {
             let why = match ctx.opt(c.instance_id) {
                 None => "is linked to no instance in the bill".to_owned(),
                 Some(i) => {
@@ -320,10 +336,9 @@ impl Rule for StaleSnapshot {
                 .map(|(s, e)| (s.max(old_from), e))
                 .filter(|(s, e)| s < e)
                 .collect();
-            drafts.add(c, prorated(c, &spans)?, clip(c, &spans));
+            drafts.add(ctx, c, prorated(c, &spans)?, clip(c, &spans));
         }
-        drafts.findings(ctx, self, |items| {
-            let c = items[0].0;
+        drafts.findings(ctx, self, |c| {
             let owner = match ctx.opt(c.instance_id) {
                 Some(i) if ctx.timeline(ctx.text(c.platform), i).is_some() => {
                     format!("its instance {i} has not run for {n} days")
@@ -465,7 +480,7 @@ impl Rule for OnDemandOverSubscription {
             let mut drafts = Drafts::default();
             for c in &charges {
                 let share = share_of(c.billed_cost, savings, on_demand)?;
-                drafts.add(c, share, (c.charge_start, c.charge_end));
+                drafts.add(ctx, c, share, (c.charge_start, c.charge_end));
             }
             let projection = if active_days > 0 {
                 share_of(savings, Decimal::from(30), Decimal::from(active_days.min(30)))?
@@ -530,6 +545,7 @@ impl Rule for TrafficHeavy {
             let mut drafts = Drafts::default();
             for c in &traffic {
                 drafts.add(
+                    ctx,
                     c,
                     share_of(c.billed_cost, excess, spent)?,
                     (c.charge_start, c.charge_end),
@@ -542,9 +558,9 @@ impl Rule for TrafficHeavy {
                  plan, or moving data inside the region, would likely cost less.",
                 limit.normalize()
             );
-            findings.extend(drafts.findings(ctx, self, |items| {
-                Ok((resource_projection(ctx, items[0].0)?, text.clone()))
-            })?);
+            findings.extend(
+                drafts.findings(ctx, self, |c| Ok((resource_projection(ctx, c)?, text.clone())))?,
+            );
         }
         Ok(findings)
     }
