@@ -171,6 +171,37 @@ pub struct Context<'a> {
     platforms: &'a Platforms,
 }
 
+/// What [`Context::new`] reads from every row, by syms: the span each platform's charges
+/// cover, each resource's first charge, and each resource's spend in `month`.
+type Scan = (
+    HashMap<Sym, Span>,
+    HashMap<(Sym, Sym), DateTime<Utc>>,
+    HashMap<(Sym, Option<Sym>, Category, Sym), Rate>,
+);
+
+fn scan(charges: &[Row], texts: &Texts, month: YearMonth) -> crate::Result<Scan> {
+    let (mut known, mut first_seen, mut rates) = Scan::default();
+    for c in charges {
+        let span = known.entry(c.platform).or_insert((c.charge_start, c.charge_end));
+        span.0 = span.0.min(c.charge_start);
+        span.1 = span.1.max(c.charge_end);
+        // An empty resource id is no resource.
+        let resource = c.resource_id.filter(|&r| !texts.get(r).is_empty());
+        if let Some(r) = resource {
+            let seen = first_seen.entry((c.platform, r)).or_insert(c.charge_start);
+            *seen = (*seen).min(c.charge_start);
+        }
+        if c.billing_period == month && c.is_spend() && c.billed_cost > Decimal::ZERO {
+            let key = (c.platform, resource, c.category, c.currency);
+            let rate = rates.entry(key).or_insert((Decimal::ZERO, 0, c.charge_end));
+            rate.0 = crate::money::add(rate.0, c.billed_cost, "a resource's spend")?;
+            rate.1 += (c.charge_end - c.charge_start).num_seconds();
+            rate.2 = rate.2.max(c.charge_end);
+        }
+    }
+    Ok((known, first_seen, rates))
+}
+
 impl<'a> Context<'a> {
     /// Builds timelines, knowledge spans, first sightings and resource rates once.
     pub fn new(
@@ -180,27 +211,24 @@ impl<'a> Context<'a> {
         platforms: &'a Platforms,
     ) -> crate::Result<Self> {
         let (charges, texts) = (&window.rows[..], &window.texts);
-        let mut known: HashMap<&str, Span> = HashMap::default();
-        let mut first_seen: HashMap<(&str, &str), DateTime<Utc>> = HashMap::default();
-        let mut rates: HashMap<(&str, &str, Category, &str), Rate> = HashMap::default();
-        for c in charges {
-            let platform = texts.get(c.platform);
-            let span = known.entry(platform).or_insert((c.charge_start, c.charge_end));
-            span.0 = span.0.min(c.charge_start);
-            span.1 = span.1.max(c.charge_end);
-            let resource = texts.opt(c.resource_id).unwrap_or("");
-            if !resource.is_empty() {
-                let seen = first_seen.entry((platform, resource)).or_insert(c.charge_start);
-                *seen = (*seen).min(c.charge_start);
-            }
-            if c.billing_period == month && c.is_spend() && c.billed_cost > Decimal::ZERO {
-                let key = (platform, resource, c.category, texts.get(c.currency));
-                let rate = rates.entry(key).or_insert((Decimal::ZERO, 0, c.charge_end));
-                rate.0 = crate::money::add(rate.0, c.billed_cost, "a resource's spend")?;
-                rate.1 += (c.charge_end - c.charge_start).num_seconds();
-                rate.2 = rate.2.max(c.charge_end);
-            }
-        }
+        // Keyed by syms while the rows are read (hashing a word, not texts, for each of
+        // millions of rows), by their texts after. The timelines are built meanwhile.
+        let (scan, timelines) = std::thread::scope(|scope| {
+            let timelines = scope.spawn(|| timeline::build(charges, texts));
+            let scan = scan(charges, texts, month);
+            (scan, timelines.join().unwrap_or_else(|panic| std::panic::resume_unwind(panic)))
+        });
+        let (known, first_seen, rates) = scan?;
+        let known: HashMap<&str, Span> =
+            known.into_iter().map(|(p, span)| (texts.get(p), span)).collect();
+        let first_seen =
+            first_seen.into_iter().map(|((p, r), t)| ((texts.get(p), texts.get(r)), t)).collect();
+        let rates = rates
+            .into_iter()
+            .map(|((p, r, category, cur), rate)| {
+                ((texts.get(p), texts.opt(r).unwrap_or(""), category, texts.get(cur)), rate)
+            })
+            .collect();
         let month_span = |platform: &str| {
             let tz = platforms.zone(platform);
             (month.start(tz), month.next().start(tz))
@@ -211,7 +239,7 @@ impl<'a> Context<'a> {
             texts,
             month,
             config,
-            timelines: timeline::build(charges, texts),
+            timelines,
             month_spans,
             known,
             first_seen,

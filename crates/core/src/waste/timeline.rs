@@ -13,7 +13,7 @@ use rustc_hash::FxHashMap as HashMap;
 use chrono::{DateTime, Duration, Utc};
 
 use crate::charge::{Category, Kind};
-use crate::window::{Row, Texts};
+use crate::window::{Row, Sym, Texts};
 
 /// A half-open span of time `[start, end)`.
 pub type Span = (DateTime<Utc>, DateTime<Utc>);
@@ -75,12 +75,13 @@ impl Timeline {
 pub fn build<'a>(charges: &[Row], texts: &'a Texts) -> HashMap<(&'a str, &'a str), Timeline> {
     /// An instance's compute: spans paid for, and instants seen.
     type Compute = (Vec<Span>, Vec<DateTime<Utc>>);
-    let mut spans: HashMap<(&'a str, &'a str), Compute> = HashMap::default();
+    // By syms while the rows are read, by texts after.
+    let mut spans: HashMap<(Sym, Sym), Compute> = HashMap::default();
     for c in charges {
         let compute =
             c.category == Category::Compute && matches!(c.kind, Kind::Usage | Kind::Purchase);
         if let (true, Some(instance)) = (compute, c.instance_id) {
-            let entry = spans.entry((texts.get(c.platform), texts.get(instance))).or_default();
+            let entry = spans.entry((c.platform, instance)).or_default();
             if c.charge_end > c.charge_start {
                 entry.0.push((c.charge_start, c.charge_end));
             } else {
@@ -100,7 +101,7 @@ pub fn build<'a>(charges: &[Row], texts: &'a Texts) -> HashMap<(&'a str, &'a str
                     _ => covered.push((s, e)),
                 }
             }
-            (key, Timeline { covered, seen })
+            ((texts.get(key.0), texts.get(key.1)), Timeline { covered, seen })
         })
         .collect()
 }
