@@ -23,8 +23,27 @@ fn mantissa_at_scale(d: Decimal) -> i128 {
 }
 
 pub(crate) fn decimal_from_mantissa(mut v: i128, scale: u32) -> Result<Decimal, String> {
-    // Most values fit the decimal as they are: its own normalising is far cheaper than
-    // dividing an i128 by ten digit after digit.
+    // Nearly every amount's mantissa fits 64 bits: its trailing zeros are cut there, by
+    // divisions by constants (multiplications), not by the decimal's own normalising.
+    if let Ok(mut m) = i64::try_from(v)
+        && scale <= 28
+    {
+        if m == 0 {
+            return Ok(Decimal::ZERO);
+        }
+        let mut s = scale;
+        while s >= 4 && m % 10_000 == 0 {
+            m /= 10_000;
+            s -= 4;
+        }
+        while s > 0 && m % 10 == 0 {
+            m /= 10;
+            s -= 1;
+        }
+        return Ok(Decimal::new(m, s));
+    }
+    // Most other values fit the decimal as they are: its own normalising is far cheaper
+    // than dividing an i128 by ten digit after digit.
     if let Ok(d) = Decimal::try_from_i128_with_scale(v, scale) {
         return Ok(d.normalize());
     }

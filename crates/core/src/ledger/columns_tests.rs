@@ -99,3 +99,35 @@ fn text_columns_hold_what_was_pushed_whether_one_value_or_many() {
         assert_eq!(column(values), want, "{values:?}");
     }
 }
+
+#[test]
+fn a_mantissa_read_back_is_the_normalised_decimal_exactly_on_either_path() {
+    // Mantissas at the ledger's scale: within 64 bits (the fast path) and beyond it.
+    let mut values: Vec<i128> = vec![0, 1, -1, 10, -10, 1_000_000_000_000, i64::MAX as i128];
+    values.extend([i64::MIN as i128, i64::MAX as i128 + 1, -(i64::MAX as i128) - 10]);
+    values.extend([
+        123_450_000_000_000,
+        -987_654_321_000,
+        5_000_000_000_000_000,
+        7 * 10i128.pow(20),
+    ]);
+    let mut x: i128 = 0x2545_f491_4f6c_dd1d;
+    for _ in 0..2000 {
+        x = x.wrapping_mul(6_364_136_223_846_793_005).wrapping_add(1) % (1i128 << 100);
+        let zeros = 10i128.pow(x.rem_euclid(13) as u32);
+        values.push((x % 1_000_000_000_007) * zeros * if x % 2 == 0 { 1 } else { -1 });
+    }
+    for v in values {
+        for scale in [0, 2, 12, 28] {
+            let want = Decimal::try_from_i128_with_scale(v, scale).map(|d| d.normalize());
+            let got = decimal_from_mantissa(v, scale);
+            if let Ok(want) = want {
+                let got = got.unwrap();
+                assert_eq!(
+                    (got, got.scale(), got.to_string()),
+                    (want, want.scale(), want.to_string())
+                );
+            }
+        }
+    }
+}
