@@ -499,6 +499,43 @@ pub(crate) fn refs_from_frame<T>(
     Ok(f(&refs))
 }
 
+/// Text column `name` of `df`, each value mapped by `f`, which sees each distinct value of a
+/// chunk about once: values are told apart by their Arrow views (a text of up to 12 bytes is
+/// its view; a longer one is where its bytes are, and a dictionary-encoded column's equal
+/// values share one place), so a column that repeats its values row after row (platform,
+/// file, currency, category, resource) is mapped without comparing or hashing its texts.
+fn mapped<T: Copy>(
+    df: &DataFrame,
+    name: &str,
+    mut f: impl FnMut(&str) -> Result<T, String>,
+) -> Result<Vec<Option<T>>, String> {
+    let column = df.column(name).map_err(|e| e.to_string())?;
+    let texts = column.str().map_err(|e| format!("column {name}: {e}"))?;
+    let mut out = Vec::with_capacity(texts.len());
+    for array in texts.downcast_iter() {
+        // A view names bytes of its own chunk's buffers: a memo per chunk.
+        let mut memo: rustc_hash::FxHashMap<u128, T> = Default::default();
+        let mut last: Option<(u128, T)> = None;
+        for (i, view) in array.views().iter().enumerate() {
+            if !polars_arrow::array::Array::is_valid(array, i) {
+                out.push(None);
+                continue;
+            }
+            let key = view.as_u128();
+            let value = match last {
+                Some((k, v)) if k == key => v,
+                _ => match memo.get(&key) {
+                    Some(&v) => v,
+                    None => *memo.entry(key).or_insert(f(array.value(i))?),
+                },
+            };
+            last = Some((key, value));
+            out.push(Some(value));
+        }
+    }
+    Ok(out)
+}
+
 /// The columns of [`SCHEMA`] no rule or report reads, so a [`Row`] has no field for them.
 const NOT_IN_ROWS: [&str; 2] = ["resource_name", "region"];
 
@@ -520,17 +557,16 @@ pub(crate) type PartRows = (Vec<Row>, Vec<Amounts>, Texts);
 /// See [`PartRows`].
 pub(crate) fn rows_from_frame(df: &DataFrame, amounts: bool) -> Result<PartRows, String> {
     let mut texts = Texts::default();
-    let r = Read::of(df, row_columns(amounts))?;
-    let (ids, platform, account) = (r.text("id")?, r.text("platform")?, r.text("account")?);
-    let period = r.text("billing_period")?;
+    let mapped_type = |c: &&schema::Column| matches!(c.type_, Type::Text | Type::Enum(_));
+    let r = Read::of(df, row_columns(amounts).filter(|c| !mapped_type(c)))?;
+    let ids = r.text("id")?;
     let (start, end) = (r.time("charge_start")?, r.time("charge_end")?);
-    let (resource_id, instance_id) = (r.text("resource_id")?, r.text("instance_id")?);
-    let (category, kind, pricing) = (r.text("category")?, r.text("kind")?, r.text("pricing")?);
-    let (gpu_model, currency) = (r.text("gpu_model")?, r.text("currency")?);
-    let (gpu_count, unit) = (r.int("gpu_count")?, r.text("unit")?);
+    let period = r.text("billing_period")?;
+    let category = mapped(df, "category", str::parse::<crate::charge::Category>)?;
+    let kind = mapped(df, "kind", str::parse::<crate::charge::Kind>)?;
+    let pricing = mapped(df, "pricing", str::parse::<crate::charge::Pricing>)?;
+    let (gpu_count, line) = (r.int("gpu_count")?, r.int("source_line")?);
     let billed_cost = r.decimal("billed_cost")?;
-    let (file, line, item) =
-        (r.text("source_file")?, r.int("source_line")?, r.text("source_item")?);
     let amounts = if amounts {
         let (quantity, unit_price) = (r.decimal("quantity")?, r.decimal("unit_price")?);
         let (list_cost, balance_after) = (r.decimal("list_cost")?, r.decimal("balance_after")?);
@@ -540,6 +576,12 @@ pub(crate) fn rows_from_frame(df: &DataFrame, amounts: bool) -> Result<PartRows,
     } else {
         Vec::new()
     };
+    let mut sym = |name| mapped(df, name, |t| Ok(texts.sym(t)));
+    let (platform, account, currency) = (sym("platform")?, sym("account")?, sym("currency")?);
+    let (resource_id, instance_id) = (sym("resource_id")?, sym("instance_id")?);
+    let (gpu_model, unit) = (sym("gpu_model")?, sym("unit")?);
+    let (file, item) = (sym("source_file")?, sym("source_item")?);
+    let empty = texts.sym("");
     let mut months: Option<(&str, crate::charge::YearMonth)> = None;
     let rows = (0..df.height())
         .map(|i| {
@@ -550,26 +592,26 @@ pub(crate) fn rows_from_frame(df: &DataFrame, amounts: bool) -> Result<PartRows,
             };
             Ok(Row {
                 id: Row::id_words(parse::<ChargeId>(ids[i], "id")?),
-                platform: texts.sym(required(platform[i], "platform")?),
-                account: texts.sym_opt(account[i]),
+                platform: required(platform[i], "platform")?,
+                account: account[i],
                 billing_period,
                 charge_start: start[i],
                 charge_end: end[i],
-                resource_id: texts.sym_opt(resource_id[i]),
-                instance_id: texts.sym_opt(instance_id[i]),
-                category: parse(category[i], "category")?,
-                kind: parse(kind[i], "kind")?,
-                pricing: parse(pricing[i], "pricing")?,
-                gpu_model: texts.sym_opt(gpu_model[i]),
+                resource_id: resource_id[i],
+                instance_id: instance_id[i],
+                category: required(category[i], "category")?,
+                kind: required(kind[i], "kind")?,
+                pricing: required(pricing[i], "pricing")?,
+                gpu_model: gpu_model[i],
                 gpu_count: gpu_count[i].and_then(|n| u16::try_from(n).ok()),
-                unit: texts.sym_opt(unit[i]),
+                unit: unit[i],
                 pos: u32::try_from(i).unwrap_or(u32::MAX),
                 billed_cost: required(billed_cost[i], "billed_cost")?,
-                currency: texts.sym(required(currency[i], "currency")?),
+                currency: required(currency[i], "currency")?,
                 origin: RowOrigin {
-                    file: texts.sym(required(file[i], "source_file")?),
+                    file: required(file[i], "source_file")?,
                     line: required(line[i], "source_line")? as u64,
-                    item: texts.sym(item[i].unwrap_or_default()),
+                    item: item[i].unwrap_or(empty),
                 },
             })
         })
