@@ -12,7 +12,6 @@ use rust_decimal::Decimal;
 
 use super::schema::{self, SCHEMA, Type};
 use crate::charge::{Charge, ChargeId, MAX_SCALE, Origin, YearMonth};
-use crate::window::{Amounts, Row, RowOrigin, Texts};
 
 const PRECISION: usize = 38;
 const SCALE: usize = MAX_SCALE as usize;
@@ -273,7 +272,7 @@ enum Values<'a> {
 }
 
 /// The columns of a part file, read in [`SCHEMA`] order.
-struct Read<'a> {
+pub(super) struct Read<'a> {
     columns: Vec<(&'static str, Values<'a>)>,
 }
 
@@ -283,7 +282,7 @@ impl<'a> Read<'a> {
     }
 
     /// The columns `columns` of `df`.
-    fn of(
+    pub(super) fn of(
         df: &'a DataFrame,
         columns: impl Iterator<Item = &'static schema::Column>,
     ) -> Result<Self, String> {
@@ -298,21 +297,21 @@ impl<'a> Read<'a> {
         found.map(|(_, v)| v).ok_or_else(|| format!("no column {name}"))
     }
 
-    fn text(&self, name: &str) -> Result<&[Option<&'a str>], String> {
+    pub(super) fn text(&self, name: &str) -> Result<&[Option<&'a str>], String> {
         match self.values(name)? {
             Values::Texts(v) => Ok(v),
             _ => Err(format!("column {name} is not text")),
         }
     }
 
-    fn decimal(&self, name: &str) -> Result<&[Option<Decimal>], String> {
+    pub(super) fn decimal(&self, name: &str) -> Result<&[Option<Decimal>], String> {
         match self.values(name)? {
             Values::Decimals(v) => Ok(v),
             _ => Err(format!("column {name} is not a decimal")),
         }
     }
 
-    fn time(&self, name: &str) -> Result<Vec<DateTime<Utc>>, String> {
+    pub(super) fn time(&self, name: &str) -> Result<Vec<DateTime<Utc>>, String> {
         match self.values(name)? {
             Values::Instants(v) => v
                 .iter()
@@ -325,7 +324,7 @@ impl<'a> Read<'a> {
         }
     }
 
-    fn int(&self, name: &str) -> Result<&[Option<i64>], String> {
+    pub(super) fn int(&self, name: &str) -> Result<&[Option<i64>], String> {
         match self.values(name)? {
             Values::Ints(v) => Ok(v),
             _ => Err(format!("column {name} is not an integer")),
@@ -367,11 +366,11 @@ fn read_column<'a>(df: &'a DataFrame, column: &schema::Column) -> Result<Values<
     })
 }
 
-fn required<T>(v: Option<T>, name: &str) -> Result<T, String> {
+pub(super) fn required<T>(v: Option<T>, name: &str) -> Result<T, String> {
     v.ok_or_else(|| format!("column {name} has a null"))
 }
 
-fn parse<T: FromStr<Err = String>>(v: Option<&str>, name: &str) -> Result<T, String> {
+pub(super) fn parse<T: FromStr<Err = String>>(v: Option<&str>, name: &str) -> Result<T, String> {
     required(v, name)?.parse()
 }
 
@@ -497,126 +496,6 @@ pub(crate) fn refs_from_frame<T>(
         })
         .collect::<Result<Vec<_>, String>>()?;
     Ok(f(&refs))
-}
-
-/// Text column `name` of `df`, each value mapped by `f`, which sees each distinct value of a
-/// chunk about once: values are told apart by their Arrow views (a text of up to 12 bytes is
-/// its view; a longer one is where its bytes are, and a dictionary-encoded column's equal
-/// values share one place), so a column that repeats its values row after row (platform,
-/// file, currency, category, resource) is mapped without comparing or hashing its texts.
-fn mapped<T: Copy>(
-    df: &DataFrame,
-    name: &str,
-    mut f: impl FnMut(&str) -> Result<T, String>,
-) -> Result<Vec<Option<T>>, String> {
-    let column = df.column(name).map_err(|e| e.to_string())?;
-    let texts = column.str().map_err(|e| format!("column {name}: {e}"))?;
-    let mut out = Vec::with_capacity(texts.len());
-    for array in texts.downcast_iter() {
-        // A view names bytes of its own chunk's buffers: a memo per chunk.
-        let mut memo: rustc_hash::FxHashMap<u128, T> = Default::default();
-        let mut last: Option<(u128, T)> = None;
-        for (i, view) in array.views().iter().enumerate() {
-            if !polars_arrow::array::Array::is_valid(array, i) {
-                out.push(None);
-                continue;
-            }
-            let key = view.as_u128();
-            let value = match last {
-                Some((k, v)) if k == key => v,
-                _ => match memo.get(&key) {
-                    Some(&v) => v,
-                    None => *memo.entry(key).or_insert(f(array.value(i))?),
-                },
-            };
-            last = Some((key, value));
-            out.push(Some(value));
-        }
-    }
-    Ok(out)
-}
-
-/// The columns of [`SCHEMA`] no rule or report reads, so a [`Row`] has no field for them.
-const NOT_IN_ROWS: [&str; 2] = ["resource_name", "region"];
-
-/// The columns of a row's [`Amounts`], read only for a window that keeps them.
-const AMOUNTS: [&str; 4] = ["quantity", "unit_price", "list_cost", "balance_after"];
-
-/// The columns a [`Row`] is read from: [`SCHEMA`]'s but [`NOT_IN_ROWS`], and but
-/// [`AMOUNTS`] unless `amounts`.
-pub(crate) fn row_columns(amounts: bool) -> impl Iterator<Item = &'static schema::Column> {
-    SCHEMA
-        .iter()
-        .filter(move |c| !NOT_IN_ROWS.contains(&c.name) && (amounts || !AMOUNTS.contains(&c.name)))
-}
-
-/// The rows of a part file read with [`row_columns`]`(amounts)`, their amounts (none unless
-/// `amounts`) and their texts.
-pub(crate) type PartRows = (Vec<Row>, Vec<Amounts>, Texts);
-
-/// See [`PartRows`].
-pub(crate) fn rows_from_frame(df: &DataFrame, amounts: bool) -> Result<PartRows, String> {
-    let mut texts = Texts::default();
-    let mapped_type = |c: &&schema::Column| matches!(c.type_, Type::Text | Type::Enum(_));
-    let r = Read::of(df, row_columns(amounts).filter(|c| !mapped_type(c)))?;
-    let ids = r.text("id")?;
-    let (start, end) = (r.time("charge_start")?, r.time("charge_end")?);
-    let period = r.text("billing_period")?;
-    let category = mapped(df, "category", str::parse::<crate::charge::Category>)?;
-    let kind = mapped(df, "kind", str::parse::<crate::charge::Kind>)?;
-    let pricing = mapped(df, "pricing", str::parse::<crate::charge::Pricing>)?;
-    let (gpu_count, line) = (r.int("gpu_count")?, r.int("source_line")?);
-    let billed_cost = r.decimal("billed_cost")?;
-    let amounts = if amounts {
-        let (quantity, unit_price) = (r.decimal("quantity")?, r.decimal("unit_price")?);
-        let (list_cost, balance_after) = (r.decimal("list_cost")?, r.decimal("balance_after")?);
-        (0..df.height())
-            .map(|i| Amounts::new([quantity[i], unit_price[i], list_cost[i], balance_after[i]]))
-            .collect()
-    } else {
-        Vec::new()
-    };
-    let mut sym = |name| mapped(df, name, |t| Ok(texts.sym(t)));
-    let (platform, account, currency) = (sym("platform")?, sym("account")?, sym("currency")?);
-    let (resource_id, instance_id) = (sym("resource_id")?, sym("instance_id")?);
-    let (gpu_model, unit) = (sym("gpu_model")?, sym("unit")?);
-    let (file, item) = (sym("source_file")?, sym("source_item")?);
-    let empty = texts.sym("");
-    let mut months: Option<(&str, crate::charge::YearMonth)> = None;
-    let rows = (0..df.height())
-        .map(|i| {
-            let text = required(period[i], "billing_period")?;
-            let billing_period = match months {
-                Some((t, m)) if t == text => m,
-                _ => months.insert((text, text.parse()?)).1,
-            };
-            Ok(Row {
-                id: Row::id_words(parse::<ChargeId>(ids[i], "id")?),
-                platform: required(platform[i], "platform")?,
-                account: account[i],
-                billing_period,
-                charge_start: start[i],
-                charge_end: end[i],
-                resource_id: resource_id[i],
-                instance_id: instance_id[i],
-                category: required(category[i], "category")?,
-                kind: required(kind[i], "kind")?,
-                pricing: required(pricing[i], "pricing")?,
-                gpu_model: gpu_model[i],
-                gpu_count: gpu_count[i].and_then(|n| u16::try_from(n).ok()),
-                unit: unit[i],
-                pos: u32::try_from(i).unwrap_or(u32::MAX),
-                billed_cost: required(billed_cost[i], "billed_cost")?,
-                currency: required(currency[i], "currency")?,
-                origin: RowOrigin {
-                    file: required(file[i], "source_file")?,
-                    line: required(line[i], "source_line")? as u64,
-                    item: item[i].unwrap_or(empty),
-                },
-            })
-        })
-        .collect::<Result<Vec<Row>, String>>()?;
-    Ok((rows, amounts, texts))
 }
 
 #[cfg(test)]

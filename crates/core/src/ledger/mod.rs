@@ -70,6 +70,7 @@ mod reader;
 mod remote;
 mod repair;
 mod rollup;
+mod rows;
 mod schema;
 mod sql;
 mod writer;

@@ -8,7 +8,7 @@ use std::path::Path;
 
 use polars::prelude::{ParquetReader, SerReader};
 
-use super::{LoadFilter, Manifest, PartFile, Store, columns, io, log};
+use super::{LoadFilter, Manifest, PartFile, Store, columns, io, log, rows};
 use crate::charge::Charge;
 use crate::error::{Error, ErrorKind, Result};
 use crate::ids::IdIndex;
@@ -80,8 +80,8 @@ impl Store {
         let manifest = self.manifest()?;
         let (rows, parts) = self.parts_of(&manifest, filter)?;
         let mut window = crate::window::Window::with_capacity(rows, amounts);
-        let decode = |df: &polars::prelude::DataFrame| columns::rows_from_frame(df, amounts);
-        let names: Vec<&str> = columns::row_columns(amounts).map(|c| c.name).collect();
+        let decode = |df: &polars::prelude::DataFrame| rows::rows_from_frame(df, amounts);
+        let names: Vec<&str> = rows::row_columns(amounts).map(|c| c.name).collect();
         let mut failed = None;
         read_parts_in_order(&self.backend, &parts, Some(&names), decode, |(rows, a, texts)| {
             if let Err(e) = window.append(rows, a, &texts)
