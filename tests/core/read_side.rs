@@ -199,14 +199,15 @@ fn a_batch_too_varied_for_a_rollup_is_summarised_from_its_charges() {
     assert_agrees(&store, "a batch without a rollup");
 }
 
-/// Waste and reconcile read the window as rows straight from the part files' columns
-/// (`Store::load_rows`); the findings and discrepancies are those of the rules run on the
-/// loaded charges (`Store::load`, then the embedding API), for every month of the ledger.
+/// Waste, reconcile and cost read the window as rows straight from the part files' columns
+/// (`Store::load_window`, waste without the amounts); the findings, discrepancies and cost
+/// lines are those of the rules run on the loaded charges (`Store::load`, then the embedding
+/// API), for every month of the ledger, and the review's are those of each use alone.
 #[test]
-fn waste_and_reconcile_on_the_columnar_window_equal_them_on_the_loaded_charges() {
+fn waste_reconcile_and_cost_on_the_columnar_window_equal_them_on_the_loaded_charges() {
     use gpuaudit_core::config::Config;
     use gpuaudit_core::reconcile::{self, ReconcileInput};
-    use gpuaudit_core::waste;
+    use gpuaudit_core::{cost, waste, window};
 
     let dir = tempfile::tempdir().unwrap();
     let store = ledger_of_examples(dir.path());
@@ -217,7 +218,7 @@ fn waste_and_reconcile_on_the_columnar_window_equal_them_on_the_loaded_charges()
     }
     let config = Config::load(&root.join("examples/gpuaudit.toml"), true).unwrap();
     let platforms = store.platforms_over(gpuaudit_core::import::profiles()).unwrap();
-    let mut findings = 0;
+    let (mut findings, mut lines) = (0, 0);
     for month in ["2024-04", "2024-05", "2024-06"] {
         let month: YearMonth = month.parse().unwrap();
         let window = LoadFilter { months: waste::months_to_read(month, &config) };
@@ -235,8 +236,35 @@ fn waste_and_reconcile_on_the_columnar_window_equal_them_on_the_loaded_charges()
         // The store adds the footers of the files that billed the month; without footers in
         // these bills, the discrepancies are the same.
         assert_eq!(got, want, "reconcile {month}");
+
+        // The cost report, compared across platforms, reads a window with its amounts.
+        let options = cost::CostOptions { by: vec![cost::CostKey::Platform], compare: true };
+        let months = LoadFilter { months: cost::months_to_read(month, true) };
+        let mut rows = window::rows_of(&store.load(&months).unwrap());
+        window::link_rows(&mut rows.rows);
+        let want = cost::report_rows(&rows, month, &config, &platforms, &options).unwrap();
+        let got = store.cost(month, &config, &platforms, &options).unwrap();
+        assert_eq!(got, want, "cost {month}");
+        lines += got.lines.len();
+
+        // The review reads one window and hands each use the rows of its months (their
+        // amounts with them): what each use gives alone.
+        let review = store.review(month, &config, &platforms, &[]).unwrap();
+        let alone = store.audit(month, &config, waste::RULES, &platforms).unwrap();
+        assert_eq!(review.findings, alone, "review's waste {month}");
+        let input = ReconcileInput {
+            config: config.clone(),
+            platforms: platforms.clone(),
+            ..ReconcileInput::default()
+        };
+        let alone = store.reconcile(month, reconcile::CHECKS, input).unwrap();
+        assert_eq!(review.discrepancies, alone, "review's reconcile {month}");
+        let options = cost::CostOptions { by: Vec::new(), compare: false };
+        let alone = store.cost(month, &config, &platforms, &options).unwrap();
+        assert_eq!(review.cost, alone, "review's cost {month}");
     }
     assert!(findings > 0, "the ledger has waste to find");
+    assert!(lines > 0, "the ledger has costs to report");
 }
 
 /// Every file under `dir`.
