@@ -435,9 +435,14 @@ impl Check for PeriodMismatch {
     }
     fn run(&self, ctx: &Context<'_>) -> Result<Vec<Discrepancy>> {
         let mut out = Vec::new();
+        // Each platform's period is cut in its zone once, not for each of millions of rows.
+        let mut periods = HashMap::default();
         for c in ctx.in_month() {
-            let tz = ctx.input.platforms.zone(ctx.text(c.platform));
-            let (start, end) = (c.billing_period.start(tz), c.billing_period.next().start(tz));
+            let (start, end) =
+                *periods.entry((c.platform, c.billing_period)).or_insert_with(|| {
+                    let tz = ctx.input.platforms.zone(ctx.text(c.platform));
+                    (c.billing_period.start(tz), c.billing_period.next().start(tz))
+                });
             let before =
                 c.charge_end < start || (c.charge_end == start && c.charge_end > c.charge_start);
             let outside = if before {
