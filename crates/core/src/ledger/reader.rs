@@ -9,7 +9,7 @@ use std::path::Path;
 use polars::prelude::{ParquetReader, SerReader};
 
 use super::{LoadFilter, Manifest, PartFile, Store, columns, io, log, rows};
-use crate::charge::Charge;
+use crate::charge::{Charge, ChargeId};
 use crate::error::{Error, ErrorKind, Result};
 use crate::ids::IdIndex;
 
@@ -158,7 +158,9 @@ fn ids_of(df: &polars::prelude::DataFrame) -> std::result::Result<Vec<u128>, Str
     let ids = df.column("id").and_then(|c| c.str().cloned()).map_err(|e| e.to_string())?;
     ids.iter()
         .flatten()
-        .map(|id| u128::from_str_radix(id, 16).map_err(|_| format!("bad charge id {id:?}")))
+        .map(|id| {
+            ChargeId::from_hex(id).map(|c| c.0).ok_or_else(|| format!("bad charge id {id:?}"))
+        })
         .collect()
 }
 
