@@ -148,8 +148,9 @@ pub static RULES: &[&dyn Rule] = &[
     &TrafficHeavy,
 ];
 
-/// A resource's spend in the month: billed, seconds billed, end of its last charge.
-type Rate = (Decimal, i64, DateTime<Utc>);
+/// A resource's spend in the month: billed, seconds billed, end of its last charge, and the
+/// number of its charges (what a finding on it may rest on at most, to size its list once).
+type Rate = (Decimal, i64, DateTime<Utc>, usize);
 
 /// What the rules see: the charges, the month, the configuration, and what is derived from
 /// the charges once (timelines, knowledge spans, first sightings, resource rates).
@@ -193,10 +194,11 @@ fn scan(charges: &[Row], texts: &Texts, month: YearMonth) -> crate::Result<Scan>
         }
         if c.billing_period == month && c.is_spend() && c.billed_cost > Decimal::ZERO {
             let key = (c.platform, resource, c.category, c.currency);
-            let rate = rates.entry(key).or_insert((Decimal::ZERO, 0, c.charge_end));
+            let rate = rates.entry(key).or_insert((Decimal::ZERO, 0, c.charge_end, 0));
             rate.0 = crate::money::add(rate.0, c.billed_cost, "a resource's spend")?;
             rate.1 += (c.charge_end - c.charge_start).num_seconds();
             rate.2 = rate.2.max(c.charge_end);
+            rate.3 += 1;
         }
     }
     Ok((known, first_seen, rates))

@@ -92,8 +92,12 @@ impl<'a> Drafts<'a> {
             wasted,
         };
         let key = (c.platform, c.instance_id, c.resource_id, c.category, c.currency);
-        let group =
-            self.groups.entry(key).or_insert_with(|| Group { first: c, span, charges: Vec::new() });
+        // Room for as many lines as the resource has charges in the month: most findings
+        // rest on all of them, and a list grown by doubling was two fifths unused.
+        let group = self.groups.entry(key).or_insert_with(|| {
+            let room = ctx.rate_of(c).map_or(0, |r| r.3);
+            Group { first: c, span, charges: Vec::with_capacity(room) }
+        });
         group.span = (group.span.0.min(span.0), group.span.1.max(span.1));
         group.charges.push(evidence);
     }
@@ -138,7 +142,7 @@ impl<'a> Drafts<'a> {
 /// What a resource costs per 30 days at its rate in the month, if it still bills on the last
 /// day of the month (or of what the ledger knows, if earlier); else 0.
 fn resource_projection(ctx: &Context<'_>, c: &Row) -> Result<Decimal> {
-    let (Some(known), Some((billed, seconds, last_end))) =
+    let (Some(known), Some((billed, seconds, last_end, _))) =
         (ctx.known_span(ctx.text(c.platform)), ctx.rate_of(c))
     else {
         return Ok(Decimal::ZERO);
