@@ -159,6 +159,19 @@ impl Amounts {
     }
 }
 
+/// How a window keeps a row's [`Amounts`]: each mantissa's low 64 bits and the meta word,
+/// 36 bytes where [`Amounts`] take 52. A row with a mantissa of more than 64 bits (a figure
+/// of twenty digits or more) has its amounts in the window's spill list instead, its place
+/// in the first word.
+#[derive(Debug, Clone, Copy, Default)]
+struct Stored {
+    low: [[u32; 2]; 4],
+    meta: u32,
+}
+
+/// The bit of [`Stored::meta`] (unused by [`Amounts::meta`]'s 28) marking a spilled row.
+const SPILLED: u32 = 1 << 31;
+
 /// A charge as the rules read it: the fields of [`Charge`] they use, its texts as [`Sym`]s
 /// of its window's [`Texts`].
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -244,7 +257,9 @@ pub struct Window {
     /// The rows, in order.
     pub rows: Vec<Row>,
     /// The rows' amounts, by [`Row::pos`]; empty when the window was read without them.
-    amounts: Vec<Amounts>,
+    amounts: Vec<Stored>,
+    /// The amounts of the rows a [`Stored`] cannot hold.
+    spilled: Vec<Amounts>,
 }
 
 impl Window {
@@ -254,6 +269,7 @@ impl Window {
             texts: Texts::default(),
             rows: Vec::with_capacity(rows),
             amounts: Vec::with_capacity(if amounts { rows } else { 0 }),
+            spilled: Vec::new(),
         }
     }
 
@@ -276,22 +292,42 @@ impl Window {
             r.pos = (base + i) as u32;
             r
         }));
-        self.amounts.extend(amounts);
+        for a in amounts {
+            self.keep(a);
+        }
         Ok(())
+    }
+
+    /// Keeps `a` as the next row's amounts.
+    fn keep(&mut self, a: Amounts) {
+        if a.mantissas.iter().all(|m| m[2] == 0) {
+            let low = a.mantissas.map(|m| [m[0], m[1]]);
+            self.amounts.push(Stored { low, meta: a.meta });
+        } else {
+            let place = u32::try_from(self.spilled.len()).unwrap_or(u32::MAX);
+            self.spilled.push(a);
+            self.amounts.push(Stored { low: [[place, 0]; 4], meta: SPILLED });
+        }
     }
 
     /// The amounts of `row`, a row of this window: none of them when the window was read
     /// without its amounts.
     pub fn amounts(&self, row: &Row) -> Amounts {
-        self.amounts.get(row.pos as usize).copied().unwrap_or_default()
+        match self.amounts.get(row.pos as usize) {
+            None => Amounts::default(),
+            Some(s) if s.meta & SPILLED != 0 => {
+                self.spilled.get(s.low[0][0] as usize).copied().unwrap_or_default()
+            }
+            Some(s) => Amounts { mantissas: s.low.map(|[a, b]| [a, b, 0]), meta: s.meta },
+        }
     }
 
     /// The rows that pass `keep`, with their texts and amounts, as a window of their own.
     pub fn subset(&self, keep: impl Fn(&Row) -> bool) -> Window {
         let mut out = Window { texts: self.texts.clone(), ..Window::default() };
         for r in self.rows.iter().filter(|r| keep(r)) {
-            if let Some(&a) = self.amounts.get(r.pos as usize) {
-                out.amounts.push(a);
+            if !self.amounts.is_empty() {
+                out.keep(self.amounts(r));
             }
             out.rows.push(Row { pos: out.rows.len() as u32, ..r.clone() });
         }
@@ -306,8 +342,11 @@ pub fn rows_of(charges: &[Charge]) -> Window {
     for (i, r) in rows.iter_mut().enumerate() {
         r.pos = u32::try_from(i).unwrap_or(u32::MAX);
     }
-    let amounts = charges.iter().map(amounts_of).collect();
-    Window { texts, rows, amounts }
+    let mut window = Window { texts, rows, ..Window::default() };
+    for c in charges {
+        window.keep(amounts_of(c));
+    }
+    window
 }
 
 /// The amounts of one charge.
@@ -411,6 +450,41 @@ mod tests {
         let row =
             Row { id: Row::id_words(id), ..row_of(&crate::Charge::blank(), &mut Texts::default()) };
         assert_eq!(row.id(), id);
+    }
+
+    #[test]
+    fn a_window_keeps_its_rows_amounts_exactly_those_of_twenty_digits_too() {
+        let big = Decimal::from_i128_with_scale(123_456_789_012_345_678_901_234, 12);
+        let all = [
+            [Some(Decimal::new(24, 1)), Some(Decimal::new(-5, 3)), None, Some(Decimal::ZERO)],
+            [Some(Decimal::MAX), None, Some(big), Some(Decimal::MIN)],
+            [None; 4],
+            [Some(Decimal::new(i64::MAX, 12)), Some(-Decimal::ZERO), Some(big), None],
+        ];
+        let mut texts = Texts::default();
+        let rows: Vec<Row> =
+            all.iter().map(|_| row_of(&crate::Charge::blank(), &mut texts)).collect();
+        let mut window = Window::with_capacity(rows.len(), true);
+        window.append(rows, all.iter().map(|a| Amounts::new(*a)).collect(), &texts).unwrap();
+        assert_eq!(window.spilled.len(), 2, "the rows of twenty-digit figures are spilled");
+        let read = |w: &Window| -> Vec<[Option<String>; 4]> {
+            w.rows
+                .iter()
+                .map(|r| {
+                    let a = w.amounts(r);
+                    [a.quantity(), a.unit_price(), a.list_cost(), a.balance_after()]
+                        .map(|d| d.map(|d| format!("{d} {}", d.is_sign_negative())))
+                })
+                .collect()
+        };
+        let want: Vec<[Option<String>; 4]> = all
+            .iter()
+            .map(|a| a.map(|d| d.map(|d| format!("{d} {}", d.is_sign_negative()))))
+            .collect();
+        assert_eq!(read(&window), want);
+        // A subset renumbers its rows and keeps their amounts, spilled or not.
+        let odd = window.subset(|r| r.pos % 2 == 1);
+        assert_eq!(read(&odd), vec![want[1].clone(), want[3].clone()]);
     }
 
     #[test]
