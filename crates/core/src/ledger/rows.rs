@@ -67,11 +67,12 @@ pub(crate) type PartRows = (Vec<Row>, Vec<Amounts>, Texts);
 /// See [`PartRows`].
 pub(crate) fn rows_from_frame(df: &DataFrame, amounts: bool) -> Result<PartRows, String> {
     let mut texts = Texts::default();
-    let mapped_type = |c: &&schema::Column| matches!(c.type_, Type::Text | Type::Enum(_));
+    let mapped_type =
+        |c: &&schema::Column| matches!(c.type_, Type::Text | Type::Enum(_) | Type::Month);
     let r = Read::of(df, row_columns(amounts).filter(|c| !mapped_type(c)))?;
     let ids = r.text("id")?;
     let (start, end) = (r.time("charge_start")?, r.time("charge_end")?);
-    let period = r.text("billing_period")?;
+    let period = mapped(df, "billing_period", str::parse::<crate::charge::YearMonth>)?;
     let category = mapped(df, "category", str::parse::<crate::charge::Category>)?;
     let kind = mapped(df, "kind", str::parse::<crate::charge::Kind>)?;
     let pricing = mapped(df, "pricing", str::parse::<crate::charge::Pricing>)?;
@@ -92,19 +93,13 @@ pub(crate) fn rows_from_frame(df: &DataFrame, amounts: bool) -> Result<PartRows,
     let (gpu_model, unit) = (sym("gpu_model")?, sym("unit")?);
     let (file, item) = (sym("source_file")?, sym("source_item")?);
     let empty = texts.sym("");
-    let mut months: Option<(&str, crate::charge::YearMonth)> = None;
     let rows = (0..df.height())
         .map(|i| {
-            let text = required(period[i], "billing_period")?;
-            let billing_period = match months {
-                Some((t, m)) if t == text => m,
-                _ => months.insert((text, text.parse()?)).1,
-            };
             Ok(Row {
                 id: Row::id_words(parse::<ChargeId>(ids[i], "id")?),
                 platform: required(platform[i], "platform")?,
                 account: account[i],
-                billing_period,
+                billing_period: required(period[i], "billing_period")?,
                 charge_start: start[i],
                 charge_end: end[i],
                 resource_id: resource_id[i],
