@@ -430,6 +430,39 @@ def commit_property(binary, work, rng, failures):
             failures.append(f"a stray file in _commits/ stops {args[0]}: {err[:300]}")
 
 
+def part_property(binary, work, rng, failures):
+    """A ledger whose part file is damaged (bytes flipped, zeroed or cut: `parquet_mutation`)
+    gives waste, reconcile, cost and summary an answer or exit 2 with an error that names
+    the damaged file or its batch; never a panic. These read the part files' columns
+    straight into rows (texts and enums by their Arrow views, ids as hex digits, amounts
+    from their mantissas)."""
+    ledger = work / "part-ledger"
+    shutil.rmtree(ledger, ignore_errors=True)
+    for bill in sorted(str(p) for p in (ROOT / "examples/bills").glob("*.csv")):
+        if run(binary, ledger, ["import", bill], work)[0] != 0:
+            failures.append(f"cannot import {bill} for the part property")
+            return
+    parts = sorted((ledger / "charges").rglob("*.parquet"))
+    target = rng.choice(parts)
+    data = target.read_bytes()
+    for _ in range(rng.randint(1, 3)):
+        data = parquet_mutation(data, rng)
+    target.write_bytes(data)
+    month = target.parent.parent.name.removeprefix("month=")
+    batch = target.name.rsplit("-", 1)[0]
+    for args in (["waste", "--month", month, "--format", "json"],
+                 ["reconcile", "--month", month, "--format", "csv"],
+                 ["cost", "--month", month, "--compare", "--format", "csv"],
+                 ["summary", "--by", "month,instance", "--format", "csv"]):
+        code, _, err = run(binary, ledger, args, work)
+        named = target.name in err or batch in err
+        if code not in (0, 2) or "panicked" in err or (code == 2 and not (err.startswith("error: ") and named)):
+            kept = work / f"part-{len(failures):04d}.parquet"
+            kept.write_bytes(data)
+            failures.append(f"{kept}: {args[0]} on a damaged part file exits {code}: {err[:300]}")
+            return
+
+
 def location_property(binary, work, rng, failures):
     """A --ledger of any scheme is opened or refused with exit 2 naming it: never a folder
     named after the scheme, never a panic."""
@@ -476,6 +509,7 @@ def main():
             config_property(binary, work, rng, failures)
             export_property(binary, work, rng, pool, failures)
             commit_property(binary, work, rng, failures)
+            part_property(binary, work, rng, failures)
             location_property(binary, work, rng, failures)
         seed = rng.choice(pool)
         data = seed.read_bytes()
