@@ -202,26 +202,73 @@ fn write_json(
     out.write_all(b"}\n")
 }
 
-fn finding_json(f: &Finding) -> serde_json::Value {
-    let charges: Vec<serde_json::Value> = f
-        .charges
-        .iter()
-        .map(|e| {
-            serde_json::json!({
-                "id": e.id.to_string(), "file": &*e.file, "line": e.line, "item": &*e.item,
-                "billed_cost": money_text(e.billed_cost), "wasted": cents(e.wasted),
-            })
-        })
-        .collect();
-    serde_json::json!({
-        "code": f.code, "rule": f.rule, "severity": f.severity.as_str(),
-        "platform": f.platform, "account": f.account, "instance_id": f.instance_id,
-        "resource_id": f.resource_id, "category": f.category.as_str(),
-        "period_start": utc(f.period_start), "period_end": utc(f.period_end),
-        "amount": cents(f.amount), "currency": f.currency,
-        "monthly_projection": cents(f.monthly_projection),
-        "charges": charges, "recommendation": f.recommendation,
-    })
+/// A finding as its JSON object, written without building a value: its fields in the order
+/// of their names, which is the order the document always had (`serde_json`'s maps sort
+/// their keys).
+#[derive(serde::Serialize)]
+struct FindingJson<'a> {
+    account: &'a Option<String>,
+    amount: String,
+    category: &'a str,
+    charges: Lines<'a>,
+    code: &'a str,
+    currency: &'a str,
+    instance_id: &'a Option<String>,
+    monthly_projection: String,
+    period_end: String,
+    period_start: String,
+    platform: &'a str,
+    recommendation: &'a str,
+    resource_id: &'a Option<String>,
+    rule: &'a str,
+    severity: &'a str,
+}
+
+/// A finding's bill lines, each written as it comes.
+struct Lines<'a>(&'a [Evidence]);
+
+impl serde::Serialize for Lines<'_> {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.collect_seq(self.0.iter().map(|e| LineJson {
+            billed_cost: money_text(e.billed_cost),
+            file: &e.file,
+            id: e.id.to_string(),
+            item: &e.item,
+            line: e.line,
+            wasted: cents(e.wasted),
+        }))
+    }
+}
+
+/// A bill line of a finding as its JSON object, fields in the order of their names.
+#[derive(serde::Serialize)]
+struct LineJson<'a> {
+    billed_cost: String,
+    file: &'a str,
+    id: String,
+    item: &'a str,
+    line: u64,
+    wasted: String,
+}
+
+fn finding_json(f: &Finding) -> FindingJson<'_> {
+    FindingJson {
+        account: &f.account,
+        amount: cents(f.amount),
+        category: f.category.as_str(),
+        charges: Lines(&f.charges),
+        code: f.code,
+        currency: &f.currency,
+        instance_id: &f.instance_id,
+        monthly_projection: cents(f.monthly_projection),
+        period_end: utc(f.period_end),
+        period_start: utc(f.period_start),
+        platform: &f.platform,
+        recommendation: &f.recommendation,
+        resource_id: &f.resource_id,
+        rule: f.rule,
+        severity: f.severity.as_str(),
+    }
 }
 
 fn render_text(
