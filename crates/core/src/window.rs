@@ -247,6 +247,31 @@ impl Row {
     }
 }
 
+/// What the rows a window left out (see [`Window::append_keeping`]) tell: per platform, the
+/// time they cover; per platform and resource, when it was first charged.
+#[derive(Debug, Default, Clone)]
+pub struct LeftOut {
+    /// Per platform: the earliest start and the latest end of its rows left out.
+    pub spans: HashMap<Sym, (DateTime<Utc>, DateTime<Utc>)>,
+    /// Per platform and resource (never an empty id): the earliest start of its rows left out.
+    pub first_seen: HashMap<(Sym, Sym), DateTime<Utc>>,
+    /// How many rows were left out.
+    pub rows: u64,
+}
+
+impl LeftOut {
+    fn add(&mut self, r: &Row, texts: &Texts) {
+        let span = self.spans.entry(r.platform).or_insert((r.charge_start, r.charge_end));
+        span.0 = span.0.min(r.charge_start);
+        span.1 = span.1.max(r.charge_end);
+        if let Some(resource) = r.resource_id.filter(|&s| !texts.get(s).is_empty()) {
+            let seen = self.first_seen.entry((r.platform, resource)).or_insert(r.charge_start);
+            *seen = (*seen).min(r.charge_start);
+        }
+        self.rows += 1;
+    }
+}
+
 /// A window of charges: its rows, their texts, and unless the window was read without
 /// them, their [`Amounts`] (the waste rules read none of the four: a window of ten million
 /// rows is half a gigabyte smaller without them).
@@ -260,6 +285,9 @@ pub struct Window {
     amounts: Vec<Stored>,
     /// The amounts of the rows a [`Stored`] cannot hold.
     spilled: Vec<Amounts>,
+    /// What the rows left out of the window tell (nothing, unless it was read keeping only
+    /// some: [`Window::append_keeping`]).
+    pub left_out: LeftOut,
 }
 
 impl Window {
@@ -270,6 +298,7 @@ impl Window {
             rows: Vec::with_capacity(rows),
             amounts: Vec::with_capacity(if amounts { rows } else { 0 }),
             spilled: Vec::new(),
+            left_out: LeftOut::default(),
         }
     }
 
@@ -281,19 +310,35 @@ impl Window {
         amounts: Vec<Amounts>,
         texts: &Texts,
     ) -> Result<(), String> {
-        let mut memo = Vec::new();
-        let base = self.rows.len();
-        if u32::try_from(base + rows.len()).is_err() {
+        self.append_keeping(rows, amounts, texts, &|_| true)
+    }
+
+    /// [`Window::append`] of the rows that pass `keep`; what the others tell is added to
+    /// [`Window::left_out`].
+    pub fn append_keeping(
+        &mut self,
+        rows: Vec<Row>,
+        amounts: Vec<Amounts>,
+        texts: &Texts,
+        keep: &dyn Fn(&Row) -> bool,
+    ) -> Result<(), String> {
+        if u32::try_from(self.rows.len() + rows.len()).is_err() {
             return Err(format!("a window of more than {} charges", u32::MAX));
         }
-        let (texts_here, theirs) = (&mut self.texts, texts);
-        self.rows.extend(rows.into_iter().enumerate().map(|(i, r)| {
-            let mut r = r.adopted(texts_here, theirs, &mut memo);
-            r.pos = (base + i) as u32;
-            r
-        }));
-        for a in amounts {
-            self.keep(a);
+        let mut memo = Vec::new();
+        let mut amounts = amounts.into_iter();
+        for r in rows {
+            let mut r = r.adopted(&mut self.texts, texts, &mut memo);
+            let a = amounts.next();
+            if !keep(&r) {
+                self.left_out.add(&r, &self.texts);
+                continue;
+            }
+            r.pos = self.rows.len() as u32;
+            self.rows.push(r);
+            if let Some(a) = a {
+                self.keep(a);
+            }
         }
         Ok(())
     }

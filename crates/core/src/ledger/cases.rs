@@ -35,7 +35,14 @@ impl Store {
         platforms: &Platforms,
     ) -> Result<Vec<Finding>> {
         let months = waste::months_to_read(month, config);
-        let window = self.load_window(&LoadFilter { months }, false)?;
+        // Of the look-back, only compute is kept: timelines and plan prices are made of it,
+        // and of the rest the rules need only the time it covers and when each resource was
+        // first charged (the window's `left_out`). Most of a window is the look-back's disks,
+        // IPs and traffic.
+        let keep = |r: &crate::window::Row| {
+            r.billing_period == month || r.category == crate::charge::Category::Compute
+        };
+        let window = self.load_window_keeping(&LoadFilter { months }, false, &keep)?;
         waste::audit_rows(rules, &window, month, config, platforms)
     }
 
@@ -69,7 +76,7 @@ impl Store {
         months.extend(reconcile::months_to_read(month));
         months.sort();
         months.dedup();
-        let mut all = self.load_rows_unlinked(&LoadFilter { months }, true)?;
+        let mut all = self.load_rows_unlinked(&LoadFilter { months }, true, &|_| true)?;
         let uses =
             [waste::months_to_read(month, config), reconcile::months_to_read(month), vec![month]];
         // A use whose months hold every row read takes the window as it is; another gets

@@ -65,7 +65,19 @@ impl Store {
     /// [`Store::load_rows`], with the rows' [`crate::window::Amounts`] only if `amounts`
     /// (the waste rules read none of them).
     pub fn load_window(&self, filter: &LoadFilter, amounts: bool) -> Result<crate::window::Window> {
-        let mut window = self.load_rows_unlinked(filter, amounts)?;
+        self.load_window_keeping(filter, amounts, &|_| true)
+    }
+
+    /// [`Store::load_window`] of the rows that pass `keep` (what the others tell is in the
+    /// window's [`crate::window::Window::left_out`]), linked among themselves: `keep` must
+    /// keep every compute row, which the linking follows.
+    pub fn load_window_keeping(
+        &self,
+        filter: &LoadFilter,
+        amounts: bool,
+        keep: &dyn Fn(&crate::window::Row) -> bool,
+    ) -> Result<crate::window::Window> {
+        let mut window = self.load_rows_unlinked(filter, amounts, keep)?;
         crate::window::link_rows(&mut window.rows);
         Ok(window)
     }
@@ -76,6 +88,7 @@ impl Store {
         &self,
         filter: &LoadFilter,
         amounts: bool,
+        keep: &dyn Fn(&crate::window::Row) -> bool,
     ) -> Result<crate::window::Window> {
         let manifest = self.manifest()?;
         let (rows, parts) = self.parts_of(&manifest, filter)?;
@@ -84,7 +97,7 @@ impl Store {
         let names: Vec<&str> = rows::row_columns(amounts).map(|c| c.name).collect();
         let mut failed = None;
         read_parts_in_order(&self.backend, &parts, Some(&names), decode, |(rows, a, texts)| {
-            if let Err(e) = window.append(rows, a, &texts)
+            if let Err(e) = window.append_keeping(rows, a, &texts, keep)
                 && failed.is_none()
             {
                 failed = Some(e);

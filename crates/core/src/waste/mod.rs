@@ -155,7 +155,10 @@ type Rate = (Decimal, i64, DateTime<Utc>, usize);
 /// What the rules see: the charges, the month, the configuration, and what is derived from
 /// the charges once (timelines, knowledge spans, first sightings, resource rates).
 pub struct Context<'a> {
-    /// Charges of the month and of its look-back.
+    /// Charges of the month and of its look-back. A store's audit (`Store::audit`)
+    /// keeps of the look-back only its compute (what timelines and plan prices are made of):
+    /// the time the rest covers and when each resource was first charged are in
+    /// [`Context::known_span`] and [`Context::first_seen`] all the same.
     pub charges: &'a [Row],
     /// Their texts.
     pub texts: &'a Texts,
@@ -220,7 +223,17 @@ impl<'a> Context<'a> {
             let scan = scan(charges, texts, month);
             (scan, timelines.join().unwrap_or_else(|panic| std::panic::resume_unwind(panic)))
         });
-        let (known, first_seen, rates) = scan?;
+        let (mut known, mut first_seen, rates) = scan?;
+        // What the rows left out of the window tell (a store's window keeps only the
+        // look-back's compute).
+        for (&platform, &(start, end)) in &window.left_out.spans {
+            let span = known.entry(platform).or_insert((start, end));
+            *span = (span.0.min(start), span.1.max(end));
+        }
+        for (&key, &start) in &window.left_out.first_seen {
+            let seen = first_seen.entry(key).or_insert(start);
+            *seen = (*seen).min(start);
+        }
         let known: HashMap<&str, Span> =
             known.into_iter().map(|(p, span)| (texts.get(p), span)).collect();
         let first_seen =
@@ -420,4 +433,57 @@ pub fn totals(findings: &[Finding]) -> crate::Result<Vec<(String, Decimal)>> {
         *total = crate::money::add(*total, f.amount, "the month's wasted money")?;
     }
     Ok(t.into_iter().collect())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::Charge;
+    use chrono::TimeZone;
+
+    /// A store's window keeps of the look-back only its compute; what the rows it leaves out
+    /// tell (the time the ledger knows, first sightings) reaches the context all the same.
+    #[test]
+    fn a_window_that_leaves_out_the_look_back_s_storage_gives_the_same_context() {
+        let at = |m: u32, d: u32| Utc.with_ymd_and_hms(2024, m, d, 0, 0, 0).unwrap();
+        let charge = |id: u128, resource: &str, category: Category, start, end, month| Charge {
+            id: ChargeId(id),
+            platform: "p".into(),
+            resource_id: Some(resource.into()),
+            instance_id: (category == Category::Compute).then(|| resource.into()),
+            category,
+            charge_start: start,
+            charge_end: end,
+            billing_period: YearMonth::new(2024, month).unwrap(),
+            billed_cost: Decimal::ONE,
+            currency: "CNY".into(),
+            ..Charge::blank()
+        };
+        let charges = vec![
+            // The platform's earliest charge, and the snapshot's first: storage of April.
+            charge(1, "snap-1", Category::Snapshot, at(4, 1), at(4, 2), 4),
+            charge(2, "disk-1", Category::DataDisk, at(4, 3), at(4, 4), 4),
+            charge(3, "vm-1", Category::Compute, at(4, 20), at(4, 21), 4),
+            charge(4, "snap-1", Category::Snapshot, at(5, 1), at(5, 2), 5),
+            charge(5, "vm-1", Category::Compute, at(5, 10), at(5, 11), 5),
+        ];
+        let may = YearMonth::new(2024, 5).unwrap();
+        let whole = crate::window::rows_of(&charges);
+        let mut texts = Texts::default();
+        let rows = charges.iter().map(|c| crate::window::row_of(c, &mut texts)).collect();
+        let mut trimmed = Window::default();
+        let keep = |r: &Row| r.billing_period == may || r.category == Category::Compute;
+        trimmed.append_keeping(rows, Vec::new(), &texts, &keep).unwrap();
+        assert_eq!((trimmed.rows.len(), trimmed.left_out.rows), (3, 2));
+
+        let (config, platforms) = (Config::default(), Platforms::default());
+        let a = Context::new(&whole, may, &config, &platforms).unwrap();
+        let b = Context::new(&trimmed, may, &config, &platforms).unwrap();
+        assert_eq!(a.known_span("p"), Some((at(4, 1), at(5, 11))));
+        assert_eq!(b.known_span("p"), a.known_span("p"));
+        assert_eq!(b.first_seen("p", "snap-1"), Some(at(4, 1)));
+        assert_eq!(b.first_seen("p", "disk-1"), a.first_seen("p", "disk-1"));
+        assert!(a.timeline("p", "vm-1").is_some_and(|t| t.covered.len() == 2));
+        assert_eq!(b.timeline("p", "vm-1"), a.timeline("p", "vm-1"));
+    }
 }
