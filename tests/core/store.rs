@@ -373,3 +373,37 @@ fn the_library_audits_and_reconciles_a_month_choosing_what_it_reads() {
     let direct = gpuaudit_core::waste::audit(&charges, may, &config).unwrap();
     assert_eq!(findings, direct);
 }
+
+/// A store's reconciliation keeps, of the months around the one it checks, the rows with a
+/// balance: a prepaid platform's balance chain broken in May is found only by following it
+/// from April's rows of the same file.
+#[test]
+fn a_balance_chain_is_followed_into_the_month_before() {
+    let (dir, store) = ledger();
+    let bill = dir.path().join("autodl-apr-may.csv");
+    std::fs::write(
+        &bill,
+        "流水号,交易时间,收支类型,交易类型,交易渠道,交易金额,账户余额,备注\n\
+         A0003,2024-05-02 10:00:00,支出,按量计费,余额,2.00,96.00,容器实例ID：ab12cd34ef\n\
+         A0002,2024-04-29 23:59:59,支出,数据盘,余额,1.60,99.00,容器实例ID：ab12cd34ef 数据盘\n\
+         A0001,2024-04-29 10:00:00,支出,按量计费,余额,1.00,100.60,容器实例ID：ab12cd34ef\n",
+    )
+    .unwrap();
+    store.import(&[bill], &ImportOptions::default()).unwrap();
+    let may = YearMonth::new(2024, 5).unwrap();
+    let input = gpuaudit_core::reconcile::ReconcileInput::default();
+    let found = store.reconcile(may, gpuaudit_core::reconcile::CHECKS, input.clone()).unwrap();
+    let r004: Vec<_> = found.iter().filter(|d| d.code == "R004").collect();
+    assert_eq!(r004.len(), 1, "{found:?}");
+    assert_eq!((r004[0].expected, r004[0].actual), (dec!(97.00), dec!(96.00)));
+    let months = LoadFilter { months: gpuaudit_core::reconcile::months_to_read(may) };
+    let charges = store.load(&months).unwrap();
+    let direct = gpuaudit_core::reconcile::check_with(
+        gpuaudit_core::reconcile::CHECKS,
+        &charges,
+        may,
+        &input,
+    )
+    .unwrap();
+    assert_eq!(found, direct);
+}

@@ -310,17 +310,17 @@ impl Window {
         amounts: Vec<Amounts>,
         texts: &Texts,
     ) -> Result<(), String> {
-        self.append_keeping(rows, amounts, texts, &|_| true)
+        self.append_keeping(rows, amounts, texts, &|_, _| true)
     }
 
-    /// [`Window::append`] of the rows that pass `keep`; what the others tell is added to
-    /// [`Window::left_out`].
+    /// [`Window::append`] of the rows that pass `keep` (given each row and its amounts, if
+    /// read); what the others tell is added to [`Window::left_out`].
     pub fn append_keeping(
         &mut self,
         rows: Vec<Row>,
         amounts: Vec<Amounts>,
         texts: &Texts,
-        keep: &dyn Fn(&Row) -> bool,
+        keep: &dyn Fn(&Row, Option<&Amounts>) -> bool,
     ) -> Result<(), String> {
         if u32::try_from(self.rows.len() + rows.len()).is_err() {
             return Err(format!("a window of more than {} charges", u32::MAX));
@@ -330,7 +330,7 @@ impl Window {
         for r in rows {
             let mut r = r.adopted(&mut self.texts, texts, &mut memo);
             let a = amounts.next();
-            if !keep(&r) {
+            if !keep(&r, a.as_ref()) {
                 self.left_out.add(&r, &self.texts);
                 continue;
             }

@@ -39,7 +39,7 @@ impl Store {
         // and of the rest the rules need only the time it covers and when each resource was
         // first charged (the window's `left_out`). Most of a window is the look-back's disks,
         // IPs and traffic.
-        let keep = |r: &crate::window::Row| {
+        let keep = |r: &crate::window::Row, _: Option<&_>| {
             r.billing_period == month || r.category == crate::charge::Category::Compute
         };
         let window = self.load_window_keeping(&LoadFilter { months }, false, &keep)?;
@@ -76,7 +76,7 @@ impl Store {
         months.extend(reconcile::months_to_read(month));
         months.sort();
         months.dedup();
-        let mut all = self.load_rows_unlinked(&LoadFilter { months }, true, &|_| true)?;
+        let mut all = self.load_rows_unlinked(&LoadFilter { months }, true, &|_, _| true)?;
         let uses =
             [waste::months_to_read(month, config), reconcile::months_to_read(month), vec![month]];
         // A use whose months hold every row read takes the window as it is; another gets
@@ -120,7 +120,15 @@ impl Store {
         input: ReconcileInput,
     ) -> Result<Vec<Discrepancy>> {
         let input = self.reconcile_input(month, input)?;
-        let window = self.load_rows(&LoadFilter { months: reconcile::months_to_read(month) })?;
+        // Of the months around, only what a check reads is kept: the rows with a balance
+        // (R004 follows whole files) and compute (which rows link to their instances by).
+        let keep = |r: &crate::window::Row, a: Option<&crate::window::Amounts>| {
+            r.billing_period == month
+                || r.category == crate::charge::Category::Compute
+                || a.is_some_and(|a| a.balance_after().is_some())
+        };
+        let months = LoadFilter { months: reconcile::months_to_read(month) };
+        let window = self.load_window_keeping(&months, true, &keep)?;
         reconcile::check_rows(checks, &window, month, &input)
     }
 

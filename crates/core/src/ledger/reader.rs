@@ -65,7 +65,7 @@ impl Store {
     /// [`Store::load_rows`], with the rows' [`crate::window::Amounts`] only if `amounts`
     /// (the waste rules read none of them).
     pub fn load_window(&self, filter: &LoadFilter, amounts: bool) -> Result<crate::window::Window> {
-        self.load_window_keeping(filter, amounts, &|_| true)
+        self.load_window_keeping(filter, amounts, &|_, _| true)
     }
 
     /// [`Store::load_window`] of the rows that pass `keep` (what the others tell is in the
@@ -75,7 +75,7 @@ impl Store {
         &self,
         filter: &LoadFilter,
         amounts: bool,
-        keep: &dyn Fn(&crate::window::Row) -> bool,
+        keep: &dyn Fn(&crate::window::Row, Option<&crate::window::Amounts>) -> bool,
     ) -> Result<crate::window::Window> {
         let mut window = self.load_rows_unlinked(filter, amounts, keep)?;
         crate::window::link_rows(&mut window.rows);
@@ -88,7 +88,7 @@ impl Store {
         &self,
         filter: &LoadFilter,
         amounts: bool,
-        keep: &dyn Fn(&crate::window::Row) -> bool,
+        keep: &dyn Fn(&crate::window::Row, Option<&crate::window::Amounts>) -> bool,
     ) -> Result<crate::window::Window> {
         let manifest = self.manifest()?;
         let (rows, parts) = self.parts_of(&manifest, filter)?;

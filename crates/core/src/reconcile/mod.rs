@@ -181,7 +181,9 @@ pub static CHECKS: &[&dyn Check] = &[
 
 /// What the checks see.
 pub struct Context<'a> {
-    /// Every charge given (the month's, and the rest of their files for R004).
+    /// Every charge given (the month's, and the rest of their files for R004). A store's
+    /// reconciliation (`Store::reconcile`) keeps of the months around only the charges with
+    /// a balance and compute (which the others link to their instances by).
     pub charges: &'a [Row],
     /// Their texts.
     pub texts: &'a Texts,

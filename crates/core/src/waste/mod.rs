@@ -472,7 +472,8 @@ mod tests {
         let mut texts = Texts::default();
         let rows = charges.iter().map(|c| crate::window::row_of(c, &mut texts)).collect();
         let mut trimmed = Window::default();
-        let keep = |r: &Row| r.billing_period == may || r.category == Category::Compute;
+        let keep =
+            |r: &Row, _: Option<&_>| r.billing_period == may || r.category == Category::Compute;
         trimmed.append_keeping(rows, Vec::new(), &texts, &keep).unwrap();
         assert_eq!((trimmed.rows.len(), trimmed.left_out.rows), (3, 2));
 
