@@ -60,6 +60,11 @@ impl YearMonth {
         local_midnight(day, tz)
     }
 
+    /// The month as UTC instants cut in zone `tz`: its first, and the next month's first.
+    pub fn span(self, tz: Tz) -> (DateTime<Utc>, DateTime<Utc>) {
+        (self.start(tz), self.next().start(tz))
+    }
+
     /// The month before this one.
     pub fn previous(self) -> Self {
         YearMonth { index: self.index.saturating_sub(1) }

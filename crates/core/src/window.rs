@@ -260,7 +260,9 @@ pub struct LeftOut {
 }
 
 impl LeftOut {
-    fn add(&mut self, r: &Row, texts: &Texts) {
+    /// Takes in what `r` tells (its texts `texts`'): what the waste context reads of every
+    /// row it is given, as of those left out.
+    pub fn add(&mut self, r: &Row, texts: &Texts) {
         let span = self.spans.entry(r.platform).or_insert((r.charge_start, r.charge_end));
         span.0 = span.0.min(r.charge_start);
         span.1 = span.1.max(r.charge_end);
@@ -269,6 +271,19 @@ impl LeftOut {
             *seen = (*seen).min(r.charge_start);
         }
         self.rows += 1;
+    }
+
+    /// Takes in what `other` tells, as if its rows were added.
+    pub fn merge(&mut self, other: &LeftOut) {
+        for (&platform, &(start, end)) in &other.spans {
+            let span = self.spans.entry(platform).or_insert((start, end));
+            *span = (span.0.min(start), span.1.max(end));
+        }
+        for (&key, &start) in &other.first_seen {
+            let seen = self.first_seen.entry(key).or_insert(start);
+            *seen = (*seen).min(start);
+        }
+        self.rows += other.rows;
     }
 }
 

@@ -35,13 +35,11 @@ impl Store {
         platforms: &Platforms,
     ) -> Result<Vec<Finding>> {
         let months = waste::months_to_read(month, config);
-        // Of the look-back, only compute is kept: timelines and plan prices are made of it,
-        // and of the rest the rules need only the time it covers and when each resource was
-        // first charged (the window's `left_out`). Most of a window is the look-back's disks,
-        // IPs and traffic.
-        let keep = |r: &crate::window::Row, _: Option<&_>| {
-            r.billing_period == month || r.category == crate::charge::Category::Compute
-        };
+        // Of the look-back, only compute is kept (as every window kept in part keeps it):
+        // timelines and plan prices are made of it, and of the rest the rules need only the
+        // time it covers and when each resource was first charged (the window's `left_out`).
+        // Most of a window is the look-back's disks, IPs and traffic.
+        let keep = |r: &crate::window::Row, _: Option<&_>| r.billing_period == month;
         let window = self.load_window_keeping(&LoadFilter { months }, false, &keep)?;
         waste::audit_rows(rules, &window, month, config, platforms)
     }
@@ -121,11 +119,9 @@ impl Store {
     ) -> Result<Vec<Discrepancy>> {
         let input = self.reconcile_input(month, input)?;
         // Of the months around, only what a check reads is kept: the rows with a balance
-        // (R004 follows whole files) and compute (which rows link to their instances by).
+        // (R004 follows whole files), and compute (which rows link to their instances by).
         let keep = |r: &crate::window::Row, a: Option<&crate::window::Amounts>| {
-            r.billing_period == month
-                || r.category == crate::charge::Category::Compute
-                || a.is_some_and(|a| a.balance_after().is_some())
+            r.billing_period == month || a.is_some_and(|a| a.balance_after().is_some())
         };
         let months = LoadFilter { months: reconcile::months_to_read(month) };
         let window = self.load_window_keeping(&months, true, &keep)?;

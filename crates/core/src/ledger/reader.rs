@@ -68,16 +68,19 @@ impl Store {
         self.load_window_keeping(filter, amounts, &|_, _| true)
     }
 
-    /// [`Store::load_window`] of the rows that pass `keep` (what the others tell is in the
-    /// window's [`crate::window::Window::left_out`]), linked among themselves: `keep` must
-    /// keep every compute row, which the linking follows.
+    /// [`Store::load_window`] of the rows that pass `keep`, and of every compute row (the
+    /// linking follows them), linked among themselves; what the others tell is in the
+    /// window's [`crate::window::Window::left_out`].
     pub fn load_window_keeping(
         &self,
         filter: &LoadFilter,
         amounts: bool,
         keep: &dyn Fn(&crate::window::Row, Option<&crate::window::Amounts>) -> bool,
     ) -> Result<crate::window::Window> {
-        let mut window = self.load_rows_unlinked(filter, amounts, keep)?;
+        let keep = |r: &crate::window::Row, a: Option<&crate::window::Amounts>| {
+            r.category == crate::charge::Category::Compute || keep(r, a)
+        };
+        let mut window = self.load_rows_unlinked(filter, amounts, &keep)?;
         crate::window::link_rows(&mut window.rows);
         Ok(window)
     }

@@ -440,8 +440,7 @@ impl Check for PeriodMismatch {
         for c in ctx.in_month() {
             let (start, end) =
                 *periods.entry((c.platform, c.billing_period)).or_insert_with(|| {
-                    let tz = ctx.input.platforms.zone(ctx.text(c.platform));
-                    (c.billing_period.start(tz), c.billing_period.next().start(tz))
+                    c.billing_period.span(ctx.input.platforms.zone(ctx.text(c.platform)))
                 });
             let before =
                 c.charge_end < start || (c.charge_end == start && c.charge_end > c.charge_start);

@@ -40,7 +40,7 @@ pub use timeline::{Span, Timeline};
 use crate::charge::{Category, ChargeId, YearMonth};
 use crate::config::Config;
 use crate::platforms::Platforms;
-use crate::window::{Row, Sym, Texts, Window};
+use crate::window::{LeftOut, Row, Sym, Texts, Window};
 
 /// How much a finding matters.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
@@ -176,26 +176,17 @@ pub struct Context<'a> {
 }
 
 /// What [`Context::new`] reads from every row, by syms: the span each platform's charges
-/// cover, each resource's first charge, and each resource's spend in `month`.
-type Scan = (
-    HashMap<Sym, Span>,
-    HashMap<(Sym, Sym), DateTime<Utc>>,
-    HashMap<(Sym, Option<Sym>, Category, Sym), Rate>,
-);
+/// cover and each resource's first charge (as a window keeps them of the rows it left out),
+/// and each resource's spend in `month`.
+type Scan = (LeftOut, HashMap<(Sym, Option<Sym>, Category, Sym), Rate>);
 
 fn scan(charges: &[Row], texts: &Texts, month: YearMonth) -> crate::Result<Scan> {
-    let (mut known, mut first_seen, mut rates) = Scan::default();
+    let (mut seen, mut rates) = Scan::default();
     for c in charges {
-        let span = known.entry(c.platform).or_insert((c.charge_start, c.charge_end));
-        span.0 = span.0.min(c.charge_start);
-        span.1 = span.1.max(c.charge_end);
-        // An empty resource id is no resource.
-        let resource = c.resource_id.filter(|&r| !texts.get(r).is_empty());
-        if let Some(r) = resource {
-            let seen = first_seen.entry((c.platform, r)).or_insert(c.charge_start);
-            *seen = (*seen).min(c.charge_start);
-        }
+        seen.add(c, texts);
         if c.billing_period == month && c.is_spend() && c.billed_cost > Decimal::ZERO {
+            // An empty resource id is no resource.
+            let resource = c.resource_id.filter(|&r| !texts.get(r).is_empty());
             let key = (c.platform, resource, c.category, c.currency);
             let rate = rates.entry(key).or_insert((Decimal::ZERO, 0, c.charge_end, 0));
             rate.0 = crate::money::add(rate.0, c.billed_cost, "a resource's spend")?;
@@ -204,7 +195,7 @@ fn scan(charges: &[Row], texts: &Texts, month: YearMonth) -> crate::Result<Scan>
             rate.3 += 1;
         }
     }
-    Ok((known, first_seen, rates))
+    Ok((seen, rates))
 }
 
 impl<'a> Context<'a> {
@@ -223,32 +214,24 @@ impl<'a> Context<'a> {
             let scan = scan(charges, texts, month);
             (scan, timelines.join().unwrap_or_else(|panic| std::panic::resume_unwind(panic)))
         });
-        let (mut known, mut first_seen, rates) = scan?;
-        // What the rows left out of the window tell (a store's window keeps only the
+        let (mut seen, rates) = scan?;
+        // With what the rows left out of the window tell (a store's window keeps only the
         // look-back's compute).
-        for (&platform, &(start, end)) in &window.left_out.spans {
-            let span = known.entry(platform).or_insert((start, end));
-            *span = (span.0.min(start), span.1.max(end));
-        }
-        for (&key, &start) in &window.left_out.first_seen {
-            let seen = first_seen.entry(key).or_insert(start);
-            *seen = (*seen).min(start);
-        }
+        seen.merge(&window.left_out);
         let known: HashMap<&str, Span> =
-            known.into_iter().map(|(p, span)| (texts.get(p), span)).collect();
-        let first_seen =
-            first_seen.into_iter().map(|((p, r), t)| ((texts.get(p), texts.get(r)), t)).collect();
+            seen.spans.into_iter().map(|(p, span)| (texts.get(p), span)).collect();
+        let first_seen = seen
+            .first_seen
+            .into_iter()
+            .map(|((p, r), t)| ((texts.get(p), texts.get(r)), t))
+            .collect();
         let rates = rates
             .into_iter()
             .map(|((p, r, category, cur), rate)| {
                 ((texts.get(p), texts.opt(r).unwrap_or(""), category, texts.get(cur)), rate)
             })
             .collect();
-        let month_span = |platform: &str| {
-            let tz = platforms.zone(platform);
-            (month.start(tz), month.next().start(tz))
-        };
-        let month_spans = known.keys().map(|&p| (p, month_span(p))).collect();
+        let month_spans = known.keys().map(|&p| (p, month.span(platforms.zone(p)))).collect();
         Ok(Context {
             charges,
             texts,
@@ -293,11 +276,10 @@ impl<'a> Context<'a> {
 
     /// The month as UTC instants, cut in the platform's zone.
     pub fn month_span(&self, platform: &str) -> Span {
-        if let Some(&span) = self.month_spans.get(platform) {
-            return span;
+        match self.month_spans.get(platform) {
+            Some(&span) => span,
+            None => self.month.span(self.zone(platform)),
         }
-        let tz = self.zone(platform);
-        (self.month.start(tz), self.month.next().start(tz))
     }
 
     /// The time the ledger knows for a platform.
