@@ -407,3 +407,82 @@ fn a_balance_chain_is_followed_into_the_month_before() {
     .unwrap();
     assert_eq!(found, direct);
 }
+
+/// A rule of one's own: a finding on every spend charge of the month whose cost is above
+/// `from`, all of it wasted.
+struct Above(&'static str, rust_decimal::Decimal);
+
+impl gpuaudit_core::waste::Rule for Above {
+    fn code(&self) -> &'static str {
+        self.0
+    }
+    fn name(&self) -> &'static str {
+        "above"
+    }
+    fn check(
+        &self,
+        ctx: &gpuaudit_core::waste::Context<'_>,
+    ) -> gpuaudit_core::Result<Vec<gpuaudit_core::waste::Finding>> {
+        let mut lines = ctx.lines();
+        let mut first = None;
+        for c in ctx.in_month().filter(|c| c.billed_cost > self.1) {
+            assert!(lines.push(ctx, c, c.billed_cost));
+            first.get_or_insert(c);
+        }
+        let Some(c) = first else { return Ok(Vec::new()) };
+        Ok(vec![gpuaudit_core::waste::Finding {
+            code: self.0,
+            rule: "above",
+            severity: gpuaudit_core::waste::Severity::Low,
+            platform: ctx.text(c.platform).to_owned(),
+            account: None,
+            instance_id: None,
+            resource_id: None,
+            category: c.category,
+            period_start: c.charge_start,
+            period_end: c.charge_end,
+            amount: rust_decimal::Decimal::ZERO,
+            currency: ctx.text(c.currency).to_owned(),
+            monthly_projection: rust_decimal::Decimal::ZERO,
+            charges: lines,
+            recommendation: "look".into(),
+        }])
+    }
+}
+
+/// No charge's money is counted twice: a charge claimed by one rule's finding is left out of
+/// every later rule's, in a store's audit (which claims by the rows' places) as in the
+/// library's of the charges (by their ids), and a charge given twice is claimed once.
+#[test]
+fn a_charge_claimed_by_one_rule_is_left_out_of_the_later_ones() {
+    let (_dir, store) = ledger();
+    let bill = fixture("aliyun/valid/english_headers.csv");
+    store.import(std::slice::from_ref(&bill), &ImportOptions::default()).unwrap();
+    let charges = parse_bill(&bill, None).unwrap().charges;
+    let month = charges[0].billing_period;
+    let (config, platforms) =
+        (gpuaudit_core::config::Config::default(), gpuaudit_core::platforms::Platforms::default());
+    let (high, low) = (Above("X001", dec!(5)), Above("X002", dec!(0)));
+    let rules: [&dyn gpuaudit_core::waste::Rule; 2] = [&high, &low];
+    let found = store.audit(month, &config, &rules, &platforms).unwrap();
+    let direct = gpuaudit_core::waste::audit_with(&rules, &charges, month, &config).unwrap();
+    assert_eq!(found, direct);
+    let spend: Vec<_> = charges.iter().filter(|c| c.billed_cost > dec!(0)).collect();
+    let above = spend.iter().filter(|c| c.billed_cost > dec!(5)).count();
+    assert!(above > 0 && above < spend.len(), "the bill has charges on both sides of 5");
+    let lines = |code: &str| -> Vec<gpuaudit_core::ChargeId> {
+        let f = found.iter().find(|f| f.code == code).unwrap();
+        f.charges.iter().map(|e| e.id).collect()
+    };
+    let (x1, x2) = (lines("X001"), lines("X002"));
+    assert_eq!((x1.len(), x1.len() + x2.len()), (above, spend.len()));
+    assert!(x2.iter().all(|id| !x1.contains(id)));
+    let total: rust_decimal::Decimal = spend.iter().map(|c| c.billed_cost).sum();
+    assert_eq!(found.iter().map(|f| f.amount).sum::<rust_decimal::Decimal>(), total);
+    // The same charges given twice: the second copy is claimed with the first.
+    let twice: Vec<_> = charges.iter().chain(&charges).cloned().collect();
+    let again = gpuaudit_core::waste::audit_with(&rules, &twice, month, &config).unwrap();
+    let x2_again = again.iter().find(|f| f.code == "X002").unwrap();
+    assert_eq!(x2_again.charges.len(), 2 * x2.len());
+    assert_eq!(again.iter().find(|f| f.code == "X001").unwrap().charges.len(), 2 * above);
+}

@@ -580,7 +580,7 @@ fn no_charge_is_counted_by_two_findings_and_findings_name_their_lines() {
     for f in &findings {
         let sum: Decimal = f.charges.iter().map(|e| e.wasted).sum();
         assert_eq!(sum, f.amount);
-        assert!(f.charges.iter().all(|e| &*e.file == "bill.csv" && e.line > 1));
+        assert!(f.charges.iter().all(|e| e.file == "bill.csv" && e.line > 1));
     }
     let amounts: Vec<Decimal> = findings.iter().map(|f| f.amount).collect();
     let mut sorted = amounts.clone();

@@ -303,6 +303,9 @@ pub struct Window {
     /// What the rows left out of the window tell (nothing, unless it was read keeping only
     /// some: [`Window::append_keeping`]).
     pub left_out: LeftOut,
+    /// Whether no two rows are the same charge (a ledger's window: the ledger keeps each
+    /// charge once), so that a row's place stands for its charge.
+    pub(crate) distinct_ids: bool,
 }
 
 impl Window {
@@ -314,6 +317,7 @@ impl Window {
             amounts: Vec::with_capacity(if amounts { rows } else { 0 }),
             spilled: Vec::new(),
             left_out: LeftOut::default(),
+            distinct_ids: false,
         }
     }
 
@@ -384,7 +388,11 @@ impl Window {
 
     /// The rows that pass `keep`, with their texts and amounts, as a window of their own.
     pub fn subset(&self, keep: impl Fn(&Row) -> bool) -> Window {
-        let mut out = Window { texts: self.texts.clone(), ..Window::default() };
+        let mut out = Window {
+            texts: self.texts.clone(),
+            distinct_ids: self.distinct_ids,
+            ..Window::default()
+        };
         for r in self.rows.iter().filter(|r| keep(r)) {
             if !self.amounts.is_empty() {
                 out.keep(self.amounts(r));

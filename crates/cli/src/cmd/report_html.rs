@@ -329,7 +329,7 @@ fn waste_section(t: &Tables) -> Result<String, CliError> {
             col("recommendation").and_then(|i| row.get(i)).map(String::as_str).unwrap_or("");
         out.push_str(&format!("<td>{}<ul class=\"lines\">", escape(advice)));
         for e in finding.charges.iter().take(crate::cmd::report::MAX_LINES) {
-            let line = crate::cmd::waste::evidence(e, &|t| escape(t), " ");
+            let line = crate::cmd::waste::evidence(&e, &|t| escape(t), " ");
             out.push_str(&format!("<li>{line}</li>"));
         }
         if finding.charges.len() > crate::cmd::report::MAX_LINES {

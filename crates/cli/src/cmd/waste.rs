@@ -100,12 +100,12 @@ pub fn run(
 /// A bill line of a finding, as the text and the report show it: where it was read, its
 /// item, what it billed and what of that was wasted; texts through `text` (made visible, or
 /// escaped), fields apart by `gap`.
-pub fn evidence(e: &Evidence, text: &dyn Fn(&str) -> String, gap: &str) -> String {
+pub fn evidence(e: &Evidence<'_>, text: &dyn Fn(&str) -> String, gap: &str) -> String {
     format!(
         "{}:{}{gap}{}{gap}billed {}{gap}wasted {}",
-        text(&e.file),
+        text(e.file),
         e.line,
-        text(&e.item),
+        text(e.item),
         money_text(e.billed_cost),
         cents(e.wasted)
     )
@@ -210,7 +210,7 @@ struct FindingJson<'a> {
     account: &'a Option<String>,
     amount: String,
     category: &'a str,
-    charges: Lines<'a>,
+    charges: LinesJson<'a>,
     code: &'a str,
     currency: &'a str,
     instance_id: &'a Option<String>,
@@ -225,15 +225,15 @@ struct FindingJson<'a> {
 }
 
 /// A finding's bill lines, each written as it comes.
-struct Lines<'a>(&'a [Evidence]);
+struct LinesJson<'a>(&'a waste::Lines);
 
-impl serde::Serialize for Lines<'_> {
+impl serde::Serialize for LinesJson<'_> {
     fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
         serializer.collect_seq(self.0.iter().map(|e| LineJson {
             billed_cost: money_text(e.billed_cost),
-            file: &e.file,
+            file: e.file,
             id: e.id.to_string(),
-            item: &e.item,
+            item: e.item,
             line: e.line,
             wasted: cents(e.wasted),
         }))
@@ -256,7 +256,7 @@ fn finding_json(f: &Finding) -> FindingJson<'_> {
         account: &f.account,
         amount: cents(f.amount),
         category: f.category.as_str(),
-        charges: Lines(&f.charges),
+        charges: LinesJson(&f.charges),
         code: f.code,
         currency: &f.currency,
         instance_id: &f.instance_id,
@@ -357,8 +357,8 @@ fn rule_section(
     for f in mine {
         out.push_str(&format!("- {}\n", text(&f.recommendation)));
         if explain {
-            for e in &f.charges {
-                out.push_str(&format!("    {}\n", evidence(e, &text, "  ")));
+            for e in f.charges.iter() {
+                out.push_str(&format!("    {}\n", evidence(&e, &text, "  ")));
             }
         }
     }

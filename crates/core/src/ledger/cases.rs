@@ -3,6 +3,8 @@
 //! what the ledger knows of each platform. A program parses its arguments, calls one of these
 //! and renders what comes back.
 
+use std::sync::Arc;
+
 use super::{LoadFilter, Store};
 use crate::charge::YearMonth;
 use crate::config::Config;
@@ -41,7 +43,7 @@ impl Store {
         // Most of a window is the look-back's disks, IPs and traffic.
         let keep = |r: &crate::window::Row, _: Option<&_>| r.billing_period == month;
         let window = self.load_window_keeping(&LoadFilter { months }, false, &keep)?;
-        waste::audit_rows(rules, &window, month, config, platforms)
+        waste::audit_rows(rules, &std::sync::Arc::new(window), month, config, platforms)
     }
 
     /// The cost report of `month` ([`crate::cost`]): reads the month, and for a comparison
@@ -79,7 +81,7 @@ impl Store {
             [waste::months_to_read(month, config), reconcile::months_to_read(month), vec![month]];
         // A use whose months hold every row read takes the window as it is; another gets
         // its rows, linked among themselves (made before the whole window is linked).
-        let subsets: Vec<Option<crate::window::Window>> = uses
+        let subsets: Vec<Option<Arc<crate::window::Window>>> = uses
             .iter()
             .map(|wanted| {
                 if all.rows.iter().all(|r| wanted.contains(&r.billing_period)) {
@@ -87,10 +89,12 @@ impl Store {
                 }
                 let mut w = all.subset(|r| wanted.contains(&r.billing_period));
                 crate::window::link_rows(&mut w.rows);
-                Some(w)
+                Some(Arc::new(w))
             })
             .collect();
         crate::window::link_rows(&mut all.rows);
+        // The findings keep the window their bill lines are places in.
+        let all = Arc::new(all);
         let window = |i: usize| subsets[i].as_ref().unwrap_or(&all);
         let findings = waste::audit_rows(waste::RULES, window(0), month, config, platforms)?;
         let input = self.reconcile_input(

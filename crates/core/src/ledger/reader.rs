@@ -106,6 +106,8 @@ impl Store {
                 failed = Some(e);
             }
         })?;
+        // The ledger keeps each charge once.
+        window.distinct_ids = true;
         match failed {
             Some(message) => Err(ErrorKind::Overflow { what: message }.into()),
             None => Ok(window),

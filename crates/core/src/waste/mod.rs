@@ -22,22 +22,26 @@
 //!   else low.
 //! - The engine knows nothing of files or storage, and prints nothing.
 
+mod lines;
 mod rules;
 pub mod timeline;
 
-use rustc_hash::{FxHashMap as HashMap, FxHashSet as HashSet};
+use rustc_hash::FxHashMap as HashMap;
+use std::sync::Arc;
 
 use chrono::{DateTime, Duration, Utc};
 use chrono_tz::Tz;
 use rust_decimal::Decimal;
 
+use lines::Claims;
+pub use lines::{Evidence, Lines};
 pub use rules::{
     IdlePublicIp, OnDemandOverSubscription, StaleSnapshot, StorageWhileOff, TrafficHeavy,
     UnattachedStorage,
 };
 pub use timeline::{Span, Timeline};
 
-use crate::charge::{Category, ChargeId, YearMonth};
+use crate::charge::{Category, YearMonth};
 use crate::config::Config;
 use crate::platforms::Platforms;
 use crate::window::{LeftOut, Row, Sym, Texts, Window};
@@ -75,24 +79,6 @@ impl Severity {
     }
 }
 
-/// One bill line behind a finding.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Evidence {
-    /// The charge.
-    pub id: ChargeId,
-    /// Its source file (shared with the other bill lines of the file: a month's findings
-    /// may rest on millions of lines).
-    pub file: std::sync::Arc<str>,
-    /// Its line in that file.
-    pub line: u64,
-    /// The bill's words for the item (shared, as `file`).
-    pub item: std::sync::Arc<str>,
-    /// What the line billed.
-    pub billed_cost: Decimal,
-    /// The part of it counted as waste.
-    pub wasted: Decimal,
-}
-
 /// Money that bought nothing, with the bill lines that prove it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Finding {
@@ -123,7 +109,7 @@ pub struct Finding {
     /// Projected cost per 30 days if nothing changes.
     pub monthly_projection: Decimal,
     /// The charges the finding rests on.
-    pub charges: Vec<Evidence>,
+    pub charges: Lines,
     /// One sentence a renter can act on.
     pub recommendation: String,
 }
@@ -173,6 +159,7 @@ pub struct Context<'a> {
     /// The month cut in each platform's zone, for the platforms of the charges.
     month_spans: HashMap<&'a str, Span>,
     platforms: &'a Platforms,
+    window: &'a Arc<Window>,
 }
 
 /// What [`Context::new`] reads from every row, by syms: the span each platform's charges
@@ -201,7 +188,7 @@ fn scan(charges: &[Row], texts: &Texts, month: YearMonth) -> crate::Result<Scan>
 impl<'a> Context<'a> {
     /// Builds timelines, knowledge spans, first sightings and resource rates once.
     pub fn new(
-        window: &'a Window,
+        window: &'a Arc<Window>,
         month: YearMonth,
         config: &'a Config,
         platforms: &'a Platforms,
@@ -243,7 +230,27 @@ impl<'a> Context<'a> {
             first_seen,
             rates,
             platforms,
+            window,
         })
+    }
+
+    /// The window the charges are of (what a finding's [`Lines`] keep).
+    pub(crate) fn window(&self) -> &'a Arc<Window> {
+        self.window
+    }
+
+    /// No bill lines yet, of this context's charges: what a rule's finding rests on
+    /// ([`Lines::push`]).
+    pub fn lines(&self) -> Lines {
+        Lines::of(self.window, 0)
+    }
+
+    /// The place of `c` among [`Context::charges`], if it is one of them.
+    pub(crate) fn place(&self, c: &Row) -> Option<u32> {
+        let offset = (c as *const Row as usize).checked_sub(self.charges.as_ptr() as usize)?;
+        let place = offset / std::mem::size_of::<Row>();
+        let exact = offset % std::mem::size_of::<Row>() == 0;
+        (exact && place < self.charges.len()).then_some(place as u32)
     }
 
     /// A resource's spend in the month (billed, seconds, last end), by its charge `c`.
@@ -337,13 +344,13 @@ pub fn audit_in(
     config: &Config,
     platforms: &Platforms,
 ) -> crate::Result<Vec<Finding>> {
-    audit_rows(rules, &crate::window::rows_of(charges), month, config, platforms)
+    audit_rows(rules, &Arc::new(crate::window::rows_of(charges)), month, config, platforms)
 }
 
 /// [`audit_in`] of the charges as [`Row`]s (what the ledger reads for a window).
 pub fn audit_rows(
     rules: &[&dyn Rule],
-    window: &Window,
+    window: &Arc<Window>,
     month: YearMonth,
     config: &Config,
     platforms: &Platforms,
@@ -356,20 +363,19 @@ pub fn audit_rows(
     let found = found.into_iter().collect::<crate::Result<Vec<_>>>()?;
     // The last rule's charges are claimed from no one after it.
     let claimable = found.iter().rev().skip(1).flatten().map(|f| f.charges.len()).sum();
-    let mut claimed: HashSet<ChargeId> = HashSet::default();
-    claimed.reserve(claimable);
+    let mut claimed = Claims::new(window, claimable);
     let (mut out, rules_found) = (Vec::new(), found.len());
     for (i, findings) in found.into_iter().enumerate() {
         let last = i + 1 == rules_found;
         for mut finding in findings {
-            finding.charges.retain(|e| !claimed.contains(&e.id));
-            let wasted = finding.charges.iter().map(|e| e.wasted);
-            finding.amount = crate::money::sum(wasted, "a finding's wasted money")?;
+            finding.charges.retain(|place, c| !claimed.has(place, c));
+            finding.amount =
+                crate::money::sum(finding.charges.wasted(), "a finding's wasted money")?;
             if finding.charges.is_empty() || finding.amount < config.waste.min_amount {
                 continue;
             }
             if !last {
-                claimed.extend(finding.charges.iter().map(|e| e.id));
+                finding.charges.retain(|place, c| claimed.claim(place, c));
             }
             finding.severity = Severity::of(finding.amount, finding.monthly_projection);
             out.push(finding);
@@ -421,6 +427,7 @@ pub fn totals(findings: &[Finding]) -> crate::Result<Vec<(String, Decimal)>> {
 mod tests {
     use super::*;
     use crate::Charge;
+    use crate::charge::ChargeId;
     use chrono::TimeZone;
 
     /// A store's window keeps of the look-back only its compute; what the rows it leaves out
@@ -450,7 +457,7 @@ mod tests {
             charge(5, "vm-1", Category::Compute, at(5, 10), at(5, 11), 5),
         ];
         let may = YearMonth::new(2024, 5).unwrap();
-        let whole = crate::window::rows_of(&charges);
+        let whole = Arc::new(crate::window::rows_of(&charges));
         let mut texts = Texts::default();
         let rows = charges.iter().map(|c| crate::window::row_of(c, &mut texts)).collect();
         let mut trimmed = Window::default();
@@ -461,6 +468,7 @@ mod tests {
 
         let (config, platforms) = (Config::default(), Platforms::default());
         let a = Context::new(&whole, may, &config, &platforms).unwrap();
+        let trimmed = Arc::new(trimmed);
         let b = Context::new(&trimmed, may, &config, &platforms).unwrap();
         assert_eq!(a.known_span("p"), Some((at(4, 1), at(5, 11))));
         assert_eq!(b.known_span("p"), a.known_span("p"));

@@ -6,14 +6,13 @@ use chrono::{DateTime, Duration, Utc};
 use rust_decimal::Decimal;
 
 use super::timeline::{Span, overlap_seconds};
-use super::{Context, Evidence, Finding, Rule, Severity};
+use super::{Context, Finding, Lines, Rule, Severity};
 use crate::charge::{Category, Kind, Pricing};
 use crate::error::Result;
 use crate::money;
 use crate::report::money_text;
 use crate::window::{Row, Sym, in_text_order};
 use rustc_hash::FxHashMap as HashMap;
-use std::sync::Arc;
 
 /// Seconds in the 30-day month used for projections.
 const MONTH_SECONDS: i64 = 30 * 24 * 3600;
@@ -60,46 +59,34 @@ fn clip(c: &Row, spans: &[Span]) -> Span {
 type GroupKey = (Sym, Option<Sym>, Option<Sym>, Category, Sym);
 
 /// The wasted pieces of one resource's charges so far: its first charge (what a finding's
-/// texts are made from), the wasted time's bounds, and the bill lines, made as the pieces
-/// come (a month may waste millions of pieces: each is made once, at its place).
+/// texts are made from), the wasted time's bounds, and the bill lines, as places in the
+/// window (a month may waste millions of pieces).
 struct Group<'a> {
     first: &'a Row,
     span: Span,
-    charges: Vec<Evidence>,
+    lines: Lines,
 }
 
 #[derive(Default)]
 struct Drafts<'a> {
     groups: HashMap<GroupKey, Group<'a>>,
-    /// The drafts' own copies of the files' and items' texts: rules run side by side, and
-    /// millions of clones of the window's one copy made its count bounce between cores.
-    copies: HashMap<Sym, Arc<str>>,
 }
 
 impl<'a> Drafts<'a> {
     fn add(&mut self, ctx: &Context<'_>, c: &'a Row, wasted: Decimal, span: Span) {
-        if wasted.is_zero() {
+        // Every row a rule is given is one of the context's charges.
+        let (false, Some(place)) = (wasted.is_zero(), ctx.place(c)) else {
             return;
-        }
-        let mut copy =
-            |sym: Sym| self.copies.entry(sym).or_insert_with(|| ctx.text(sym).into()).clone();
-        let evidence = Evidence {
-            id: c.id(),
-            file: copy(c.origin.file),
-            line: c.origin.line,
-            item: copy(c.origin.item),
-            billed_cost: c.billed_cost,
-            wasted,
         };
         let key = (c.platform, c.instance_id, c.resource_id, c.category, c.currency);
         // Room for as many lines as the resource has charges in the month: most findings
         // rest on all of them, and a list grown by doubling was two fifths unused.
         let group = self.groups.entry(key).or_insert_with(|| {
             let room = ctx.rate_of(c).map_or(0, |r| r.3);
-            Group { first: c, span, charges: Vec::with_capacity(room) }
+            Group { first: c, span, lines: Lines::of(ctx.window(), room) }
         });
         group.span = (group.span.0.min(span.0), group.span.1.max(span.1));
-        group.charges.push(evidence);
+        group.lines.push_at(place, wasted);
     }
 
     /// One finding per group, in the order of the groups' texts; `describe` gives
@@ -116,7 +103,7 @@ impl<'a> Drafts<'a> {
             .map(|(_, group)| {
                 let first = group.first;
                 let (projection, recommendation) = describe(first)?;
-                let wasted = group.charges.iter().map(|e| e.wasted);
+                let wasted = group.lines.wasted();
                 Ok(Finding {
                     code: rule.code(),
                     rule: rule.name(),
@@ -131,7 +118,7 @@ impl<'a> Drafts<'a> {
                     amount: money::sum(wasted, "a finding's wasted money")?,
                     currency: ctx.text(first.currency).to_owned(),
                     monthly_projection: projection,
-                    charges: group.charges,
+                    charges: group.lines,
                     recommendation,
                 })
             })
@@ -502,7 +489,7 @@ impl Rule for OnDemandOverSubscription {
             let mut merged = drafts.findings(ctx, self, |_| Ok((projection, text.clone())))?;
             if let Some(mut f) = merged.pop() {
                 for other in merged {
-                    f.charges.extend(other.charges);
+                    f.charges.append(other.charges);
                     f.amount = money::add(f.amount, other.amount, "a finding's wasted money")?;
                     f.period_start = f.period_start.min(other.period_start);
                     f.period_end = f.period_end.max(other.period_end);

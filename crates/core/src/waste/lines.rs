@@ -1,0 +1,226 @@
+//! The bill lines behind findings: places in the window the findings were made of, read
+//! into [`Evidence`] when they are shown (DESIGN.md: evidence texts are fetched only for what
+//! ends up in the output), and the claims that keep a charge's money in one finding.
+
+use std::sync::Arc;
+
+use rust_decimal::Decimal;
+use rustc_hash::FxHashSet as HashSet;
+
+use super::Context;
+use crate::charge::ChargeId;
+use crate::window::{Row, Window};
+
+/// One bill line behind a finding, as the window it was found in holds it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Evidence<'a> {
+    /// The charge.
+    pub id: ChargeId,
+    /// Its source file.
+    pub file: &'a str,
+    /// Its line in that file.
+    pub line: u64,
+    /// The bill's words for the item.
+    pub item: &'a str,
+    /// What the line billed.
+    pub billed_cost: Decimal,
+    /// The part of it counted as waste.
+    pub wasted: Decimal,
+}
+
+/// The bill lines a finding rests on: places in the window it was found in (which the
+/// finding keeps), each with the part of its cost counted as waste. A month's findings may
+/// rest on millions of lines: each is 20 bytes until it is read ([`Lines::iter`]), not a
+/// copy of its texts and figures.
+#[derive(Clone)]
+pub struct Lines {
+    window: Arc<Window>,
+    lines: Vec<(u32, Decimal)>,
+}
+
+impl Lines {
+    /// No lines yet, of rows of `window`.
+    pub(crate) fn of(window: &Arc<Window>, room: usize) -> Lines {
+        Lines { window: Arc::clone(window), lines: Vec::with_capacity(room) }
+    }
+
+    /// Adds the row at `place` in the window, `wasted` of its cost.
+    pub(crate) fn push_at(&mut self, place: u32, wasted: Decimal) {
+        self.lines.push((place, wasted));
+    }
+
+    /// Adds `c`, one of `ctx`'s charges, `wasted` of its cost (what a rule of one's own
+    /// does, its lines from [`Context::lines`]). False, and nothing added, if `c` is not
+    /// one of the charges of the window these lines are of.
+    pub fn push(&mut self, ctx: &Context<'_>, c: &Row, wasted: Decimal) -> bool {
+        match ctx.place(c) {
+            Some(place) if Arc::ptr_eq(&self.window, ctx.window()) => {
+                self.push_at(place, wasted);
+                true
+            }
+            _ => false,
+        }
+    }
+
+    /// Adds `other`'s lines (of the same window).
+    pub(crate) fn append(&mut self, other: Lines) {
+        debug_assert!(Arc::ptr_eq(&self.window, &other.window));
+        self.lines.extend(other.lines);
+    }
+
+    /// Keeps the lines whose place and row pass `keep`.
+    pub(super) fn retain(&mut self, mut keep: impl FnMut(u32, &Row) -> bool) {
+        let rows = &self.window.rows;
+        self.lines.retain(|&(place, _)| keep(place, &rows[place as usize]));
+    }
+
+    /// The money of the lines counted as waste.
+    pub(crate) fn wasted(&self) -> impl Iterator<Item = Decimal> + '_ {
+        self.lines.iter().map(|l| l.1)
+    }
+
+    /// How many lines.
+    pub fn len(&self) -> usize {
+        self.lines.len()
+    }
+
+    /// Whether there are none.
+    pub fn is_empty(&self) -> bool {
+        self.lines.is_empty()
+    }
+
+    /// The lines, in the order they were found.
+    pub fn iter(&self) -> impl ExactSizeIterator<Item = Evidence<'_>> + '_ {
+        let window = &*self.window;
+        self.lines.iter().map(move |&(place, wasted)| {
+            let c = &window.rows[place as usize];
+            Evidence {
+                id: c.id(),
+                file: window.texts.get(c.origin.file),
+                line: c.origin.line,
+                item: window.texts.get(c.origin.item),
+                billed_cost: c.billed_cost,
+                wasted,
+            }
+        })
+    }
+}
+
+impl PartialEq for Lines {
+    fn eq(&self, other: &Lines) -> bool {
+        self.len() == other.len() && self.iter().eq(other.iter())
+    }
+}
+
+impl Eq for Lines {}
+
+impl std::fmt::Debug for Lines {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_list().entries(self.iter()).finish()
+    }
+}
+
+/// The charges the findings so far rest on: by their places in a window that holds each
+/// charge once (a ledger's: a bit per row), else by their ids.
+pub(super) struct Claims {
+    places: Vec<u64>,
+    ids: Option<HashSet<ChargeId>>,
+}
+
+impl Claims {
+    pub(super) fn new(window: &Window, room: usize) -> Claims {
+        if window.distinct_ids {
+            return Claims { places: vec![0; window.rows.len().div_ceil(64)], ids: None };
+        }
+        let mut ids = HashSet::default();
+        ids.reserve(room);
+        Claims { places: Vec::new(), ids: Some(ids) }
+    }
+
+    /// Whether the charge at `place`, `c`, is claimed.
+    pub(super) fn has(&self, place: u32, c: &Row) -> bool {
+        match &self.ids {
+            Some(ids) => ids.contains(&c.id()),
+            None => self.places[place as usize / 64] >> (place % 64) & 1 == 1,
+        }
+    }
+
+    /// Claims the charge at `place`, `c` (true, to be kept by a `retain`).
+    pub(super) fn claim(&mut self, place: u32, c: &Row) -> bool {
+        match &mut self.ids {
+            Some(ids) => {
+                ids.insert(c.id());
+            }
+            None => self.places[place as usize / 64] |= 1 << (place % 64),
+        }
+        true
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::Charge;
+    use crate::window::rows_of;
+
+    fn charge(id: u128, line: u64, billed: i64) -> Charge {
+        let mut c =
+            Charge { id: ChargeId(id), billed_cost: Decimal::new(billed, 2), ..Charge::blank() };
+        c.origin.file = format!("bill-{}.csv", id % 2);
+        c.origin.line = line;
+        c.origin.item = format!("item {id}");
+        c
+    }
+
+    /// A finding's lines are read from the rows at their places, and two findings are equal
+    /// by what their lines read, whatever window holds them.
+    #[test]
+    fn lines_read_their_rows_and_compare_by_what_they_read() {
+        let charges = [charge(1, 2, 150), charge(2, 3, 275), charge(3, 4, 990)];
+        let reversed: Vec<Charge> = charges.iter().rev().cloned().collect();
+        let (a, b) = (Arc::new(rows_of(&charges)), Arc::new(rows_of(&reversed)));
+        let mut x = Lines::of(&a, 2);
+        x.push_at(2, Decimal::new(99, 2));
+        x.push_at(0, Decimal::new(150, 2));
+        let mut y = Lines::of(&b, 2);
+        y.push_at(0, Decimal::new(99, 2));
+        y.push_at(2, Decimal::new(150, 2));
+        let read: Vec<Evidence<'_>> = x.iter().collect();
+        assert_eq!(read.len(), 2);
+        assert_eq!((read[0].id, read[0].file, read[0].line), (ChargeId(3), "bill-1.csv", 4));
+        assert_eq!((read[0].item, read[0].billed_cost), ("item 3", Decimal::new(990, 2)));
+        assert_eq!((read[1].id, read[1].wasted), (ChargeId(1), Decimal::new(150, 2)));
+        assert_eq!(x, y);
+        let mut z = y.clone();
+        z.push_at(1, Decimal::ONE);
+        assert_ne!(x, z);
+        z.retain(|place, _| place != 1);
+        assert_eq!(x, z);
+        assert_eq!(x.wasted().sum::<Decimal>(), Decimal::new(249, 2));
+    }
+
+    /// Claims by place (a ledger's window: each charge once) and by id agree; in a window
+    /// that holds a charge twice, claiming one row claims the other.
+    #[test]
+    fn claims_by_place_and_by_id_agree_and_a_charge_held_twice_is_claimed_once() {
+        let charges: Vec<Charge> = (0..130).map(|i| charge(i, i as u64 + 2, 100)).collect();
+        let mut distinct = rows_of(&charges);
+        distinct.distinct_ids = true;
+        let given = rows_of(&charges);
+        let (mut by_place, mut by_id) = (Claims::new(&distinct, 0), Claims::new(&given, 8));
+        for place in [0u32, 63, 64, 127, 129] {
+            by_place.claim(place, &distinct.rows[place as usize]);
+            by_id.claim(place, &given.rows[place as usize]);
+        }
+        for place in 0..130u32 {
+            let claimed = [0, 63, 64, 127, 129].contains(&place);
+            assert_eq!(by_place.has(place, &distinct.rows[place as usize]), claimed, "{place}");
+            assert_eq!(by_id.has(place, &given.rows[place as usize]), claimed, "{place}");
+        }
+        let twice = rows_of(&[charge(7, 2, 100), charge(8, 3, 100), charge(7, 2, 100)]);
+        let mut claims = Claims::new(&twice, 1);
+        claims.claim(0, &twice.rows[0]);
+        assert!(claims.has(2, &twice.rows[2]));
+        assert!(!claims.has(1, &twice.rows[1]));
+    }
+}
