@@ -317,7 +317,7 @@ fn rule_section(
         Align::Right,
         Align::Right,
     ];
-    let rule_totals = waste::totals(&mine.iter().map(|f| (*f).clone()).collect::<Vec<_>>())?;
+    let rule_totals = waste::totals(mine.iter().copied())?;
     let sum: Vec<String> = rule_totals.iter().map(|(c, a)| format!("{} {c}", cents(*a))).collect();
     out.push_str(&format!(
         "{}{} {}: {} finding{}, {} wasted\n",

@@ -313,13 +313,15 @@ impl<'a> Read<'a> {
 
     pub(super) fn time(&self, name: &str) -> Result<Vec<DateTime<Utc>>, String> {
         match self.values(name)? {
-            Values::Instants(v) => v
-                .iter()
-                .map(|v| {
-                    v.and_then(DateTime::from_timestamp_micros)
-                        .ok_or_else(|| format!("{name}: missing or invalid instant"))
-                })
-                .collect(),
+            Values::Instants(v) => {
+                // Pushed into room for them all: a `Result`'s collect grows as it goes.
+                let mut out = Vec::with_capacity(v.len());
+                for v in v {
+                    let t = v.and_then(DateTime::from_timestamp_micros);
+                    out.push(t.ok_or_else(|| format!("{name}: missing or invalid instant"))?);
+                }
+                Ok(out)
+            }
             _ => Err(format!("column {name} is not an instant")),
         }
     }
@@ -356,12 +358,11 @@ fn read_column<'a>(df: &'a DataFrame, column: &schema::Column) -> Result<Values<
         Type::Decimal => {
             let dec = col.decimal().map_err(fail)?;
             let scale = dec.scale() as u32;
-            let values = dec.physical().iter();
-            Values::Decimals(
-                values
-                    .map(|v| v.map(|v| decimal_from_mantissa(v, scale)).transpose())
-                    .collect::<Result<_, String>>()?,
-            )
+            let mut values = Vec::with_capacity(dec.len());
+            for v in dec.physical().iter() {
+                values.push(v.map(|v| decimal_from_mantissa(v, scale)).transpose()?);
+            }
+            Values::Decimals(values)
         }
     })
 }

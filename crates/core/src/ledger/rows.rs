@@ -93,33 +93,33 @@ pub(crate) fn rows_from_frame(df: &DataFrame, amounts: bool) -> Result<PartRows,
     let (gpu_model, unit) = (sym("gpu_model")?, sym("unit")?);
     let (file, item) = (sym("source_file")?, sym("source_item")?);
     let empty = texts.sym("");
-    let rows = (0..df.height())
-        .map(|i| {
-            Ok(Row {
-                id: Row::id_words(parse::<ChargeId>(ids[i], "id")?),
-                platform: required(platform[i], "platform")?,
-                account: account[i],
-                billing_period: required(period[i], "billing_period")?,
-                charge_start: start[i],
-                charge_end: end[i],
-                resource_id: resource_id[i],
-                instance_id: instance_id[i],
-                category: required(category[i], "category")?,
-                kind: required(kind[i], "kind")?,
-                pricing: required(pricing[i], "pricing")?,
-                gpu_model: gpu_model[i],
-                gpu_count: gpu_count[i].and_then(|n| u16::try_from(n).ok()),
-                unit: unit[i],
-                pos: u32::try_from(i).unwrap_or(u32::MAX),
-                billed_cost: required(billed_cost[i], "billed_cost")?,
-                currency: required(currency[i], "currency")?,
-                origin: RowOrigin {
-                    file: required(file[i], "source_file")?,
-                    line: required(line[i], "source_line")? as u64,
-                    item: item[i].unwrap_or(empty),
-                },
-            })
-        })
-        .collect::<Result<Vec<Row>, String>>()?;
+    // Pushed into room for them all: a `Result`'s collect does not know how many come.
+    let mut rows = Vec::with_capacity(df.height());
+    for i in 0..df.height() {
+        rows.push(Row {
+            id: Row::id_words(parse::<ChargeId>(ids[i], "id")?),
+            platform: required(platform[i], "platform")?,
+            account: account[i],
+            billing_period: required(period[i], "billing_period")?,
+            charge_start: start[i],
+            charge_end: end[i],
+            resource_id: resource_id[i],
+            instance_id: instance_id[i],
+            category: required(category[i], "category")?,
+            kind: required(kind[i], "kind")?,
+            pricing: required(pricing[i], "pricing")?,
+            gpu_model: gpu_model[i],
+            gpu_count: gpu_count[i].and_then(|n| u16::try_from(n).ok()),
+            unit: unit[i],
+            pos: u32::try_from(i).unwrap_or(u32::MAX),
+            billed_cost: required(billed_cost[i], "billed_cost")?,
+            currency: required(currency[i], "currency")?,
+            origin: RowOrigin {
+                file: required(file[i], "source_file")?,
+                line: required(line[i], "source_line")? as u64,
+                item: item[i].unwrap_or(empty),
+            },
+        });
+    }
     Ok((rows, amounts, texts))
 }

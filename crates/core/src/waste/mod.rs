@@ -414,7 +414,9 @@ pub fn rule_by_code(code: &str) -> Option<&'static dyn Rule> {
 }
 
 /// Total wasted per currency, exact, in currency order.
-pub fn totals(findings: &[Finding]) -> crate::Result<Vec<(String, Decimal)>> {
+pub fn totals<'a>(
+    findings: impl IntoIterator<Item = &'a Finding>,
+) -> crate::Result<Vec<(String, Decimal)>> {
     let mut t: std::collections::BTreeMap<String, Decimal> = Default::default();
     for f in findings {
         let total = t.entry(f.currency.to_string()).or_default();
