@@ -42,7 +42,11 @@ impl Store {
         // time it covers and when each resource was first charged (the window's `left_out`).
         // Most of a window is the look-back's disks, IPs and traffic.
         let keep = |r: &crate::window::Row, _: Option<&_>| r.billing_period == month;
-        let window = self.load_window_keeping(&LoadFilter { months }, false, &keep)?;
+        // No rule reads a unit or a GPU count, and findings rest on the month's charges
+        // only: of the look-back, ids, files and lines are not read.
+        let reading =
+            super::reader::Reading { amounts: false, usage: false, evidence: Some(&[month]) };
+        let window = self.load_lean(&LoadFilter { months }, reading, &keep)?;
         waste::audit_rows(rules, &std::sync::Arc::new(window), month, config, platforms)
     }
 
@@ -76,7 +80,8 @@ impl Store {
         months.extend(reconcile::months_to_read(month));
         months.sort();
         months.dedup();
-        let mut all = self.load_rows_unlinked(&LoadFilter { months }, true, &|_, _| true)?;
+        let reading = super::reader::Reading::all(true);
+        let mut all = self.load_rows_unlinked(&LoadFilter { months }, reading, &|_, _| true)?;
         let uses =
             [waste::months_to_read(month, config), reconcile::months_to_read(month), vec![month]];
         // A use whose months hold every row read takes the window as it is; another gets

@@ -63,7 +63,7 @@ impl Store {
         format: ExportFormat,
     ) -> Result<u64> {
         let manifest = self.manifest()?;
-        let (_, parts) = self.parts_of(&manifest, filter)?;
+        let (_, parts, _) = self.parts_of(&manifest, filter)?;
         let staged = staged_name(out);
         let file = io(&staged, File::create(&staged))?;
         let result = (|| {

@@ -9,7 +9,7 @@ use std::path::Path;
 use polars::prelude::{ParquetReader, SerReader};
 
 use super::{LoadFilter, Manifest, PartFile, Store, columns, io, log, rows};
-use crate::charge::{Charge, ChargeId};
+use crate::charge::{Charge, ChargeId, YearMonth};
 use crate::error::{Error, ErrorKind, Result};
 use crate::ids::IdIndex;
 
@@ -43,7 +43,7 @@ impl Store {
     /// ([`crate::link_to_instances`]).
     pub fn load(&self, filter: &LoadFilter) -> Result<Vec<Charge>> {
         let manifest = self.manifest()?;
-        let (rows, parts) = self.parts_of(&manifest, filter)?;
+        let (rows, parts, _) = self.parts_of(&manifest, filter)?;
         // Room for every charge at once: growing the vector by doubling copied it (a charge
         // is some 430 bytes) and left up to half of it unused.
         let mut charges = Vec::with_capacity(rows);
@@ -77,10 +77,21 @@ impl Store {
         amounts: bool,
         keep: &dyn Fn(&crate::window::Row, Option<&crate::window::Amounts>) -> bool,
     ) -> Result<crate::window::Window> {
+        self.load_lean(filter, Reading::all(amounts), keep)
+    }
+
+    /// [`Store::load_window_keeping`] reading of the rows what `reading` says (and always
+    /// every compute row).
+    pub(super) fn load_lean(
+        &self,
+        filter: &LoadFilter,
+        reading: Reading<'_>,
+        keep: &dyn Fn(&crate::window::Row, Option<&crate::window::Amounts>) -> bool,
+    ) -> Result<crate::window::Window> {
         let keep = |r: &crate::window::Row, a: Option<&crate::window::Amounts>| {
             r.category == crate::charge::Category::Compute || keep(r, a)
         };
-        let mut window = self.load_rows_unlinked(filter, amounts, &keep)?;
+        let mut window = self.load_rows_unlinked(filter, reading, &keep)?;
         crate::window::link_rows(&mut window.rows);
         Ok(window)
     }
@@ -90,16 +101,21 @@ impl Store {
     pub(super) fn load_rows_unlinked(
         &self,
         filter: &LoadFilter,
-        amounts: bool,
+        reading: Reading<'_>,
         keep: &dyn Fn(&crate::window::Row, Option<&crate::window::Amounts>) -> bool,
     ) -> Result<crate::window::Window> {
         let manifest = self.manifest()?;
-        let (rows, parts) = self.parts_of(&manifest, filter)?;
-        let mut window = crate::window::Window::with_capacity(rows, amounts);
-        let decode = |df: &polars::prelude::DataFrame| rows::rows_from_frame(df, amounts);
-        let names: Vec<&str> = rows::row_columns(amounts).map(|c| c.name).collect();
+        let (rows, parts, months) = self.parts_of(&manifest, filter)?;
+        let mut window = crate::window::Window::with_capacity(rows, reading.amounts);
+        let wanted: Vec<rows::Wanted> = months.iter().map(|m| reading.of(m)).collect();
+        let columns = |i: usize| {
+            let names = rows::row_columns(wanted[i]).map(|c| c.name.to_owned());
+            Some(names.collect())
+        };
+        let decode =
+            |i: usize, df: &polars::prelude::DataFrame| rows::rows_from_frame(df, wanted[i]);
         let mut failed = None;
-        read_parts_in_order(&self.backend, &parts, Some(&names), decode, |(rows, a, texts)| {
+        read_parts_by(&self.backend, &parts, &columns, decode, |(rows, a, texts)| {
             if let Err(e) = window.append_keeping(rows, a, &texts, keep)
                 && failed.is_none()
             {
@@ -114,25 +130,26 @@ impl Store {
         }
     }
 
-    /// The part files of `manifest` that `filter` reads, with their batches, in batch and
-    /// file order, by name; and how many charges they hold.
+    /// The part files of `manifest` that `filter` reads, with their batches and months, in
+    /// batch and file order, by name; and how many charges they hold.
     pub(super) fn parts_of<'m>(
         &self,
         manifest: &'m Manifest,
         filter: &LoadFilter,
-    ) -> Result<(usize, Vec<(&'m str, &'m str)>)> {
+    ) -> Result<Parts<'m>> {
         let months: HashSet<String> = filter.months.iter().map(ToString::to_string).collect();
         let wanted = |part: &&super::PartFile| months.is_empty() || months.contains(&part.month);
         let parts = manifest
             .batches
             .iter()
             .flat_map(|b| b.files.iter().filter(wanted).map(move |p| (b.id.as_str(), p)));
-        let (mut rows, mut out) = (0, Vec::new());
+        let (mut rows, mut out, mut of) = (0, Vec::new(), Vec::new());
         for (batch, part) in parts {
             rows += part.rows as usize;
             out.push((batch, part.path.as_str()));
+            of.push(part.month.as_str());
         }
-        Ok((rows, out))
+        Ok((rows, out, of))
     }
 
     /// Claims in `known` the id of every charge of the committed part files (only the `id`
@@ -182,6 +199,35 @@ fn ids_of(df: &polars::prelude::DataFrame) -> std::result::Result<Vec<u128>, Str
         .collect()
 }
 
+/// Part files to read: how many charges they hold, each's batch and name, and each's month.
+pub(super) type Parts<'m> = (usize, Vec<(&'m str, &'m str)>, Vec<&'m str>);
+
+/// What a window reads of its rows beyond what every use reads (see [`rows::Wanted`]).
+#[derive(Debug, Clone, Copy)]
+pub(super) struct Reading<'a> {
+    /// The four amounts of every row.
+    pub amounts: bool,
+    /// The unit and GPU count of every row.
+    pub usage: bool,
+    /// The months whose rows' ids, files and lines are read: every month if `None`.
+    pub evidence: Option<&'a [YearMonth]>,
+}
+
+impl Reading<'_> {
+    /// Every column of a row, and the amounts if `amounts`.
+    pub(super) fn all(amounts: bool) -> Reading<'static> {
+        Reading { amounts, usage: true, evidence: None }
+    }
+
+    /// What is read of the rows of a part file of `month` (a month as the manifest writes it).
+    fn of(&self, month: &str) -> rows::Wanted {
+        let evidence = self
+            .evidence
+            .is_none_or(|months| month.parse::<YearMonth>().is_ok_and(|m| months.contains(&m)));
+        rows::Wanted { amounts: self.amounts, evidence, usage: self.usage }
+    }
+}
+
 /// Part files read at once, at most this many.
 const READERS: usize = 4;
 
@@ -194,14 +240,27 @@ pub(super) fn read_parts_in_order<T: Send>(
     parts: &[(&str, &str)],
     columns: Option<&[&str]>,
     decode: impl Fn(&polars::prelude::DataFrame) -> std::result::Result<T, String> + Sync,
+    take: impl FnMut(T),
+) -> Result<()> {
+    let columns: Option<Vec<String>> = columns.map(|c| c.iter().map(|n| (*n).to_owned()).collect());
+    let columns = |_: usize| columns.clone();
+    read_parts_by(backend, parts, &columns, |_, df| decode(df), take)
+}
+
+/// [`read_parts_in_order`] reading of part `i` the columns `columns(i)` (all if `None`), each
+/// decoded by `decode(i, frame)`.
+pub(super) fn read_parts_by<T: Send>(
+    backend: &super::backend::Backend,
+    parts: &[(&str, &str)],
+    columns: &(dyn Fn(usize) -> Option<Vec<String>> + Sync),
+    decode: impl Fn(usize, &polars::prelude::DataFrame) -> std::result::Result<T, String> + Sync,
     mut take: impl FnMut(T),
 ) -> Result<()> {
     use std::sync::atomic::{AtomicUsize, Ordering};
     let readers = std::thread::available_parallelism().map_or(1, |n| n.get()).clamp(1, READERS);
     let next = AtomicUsize::new(0);
     let (tx, rx) = crossbeam_channel::bounded::<(usize, Result<T>)>(readers);
-    let columns: Option<Vec<String>> = columns.map(|c| c.iter().map(|n| (*n).to_owned()).collect());
-    let (columns, decode) = (&columns, &decode);
+    let decode = &decode;
     std::thread::scope(|scope| {
         for _ in 0..readers.min(parts.len()) {
             let (tx, next) = (tx.clone(), &next);
@@ -212,8 +271,8 @@ pub(super) fn read_parts_in_order<T: Send>(
                     let read = backend
                         .local(name)
                         .and_then(|path| {
-                            let df = read_parquet(&path, columns.clone())?;
-                            decode(&df).map_err(|m| Error::ledger(&path, m))
+                            let df = read_parquet(&path, columns(i))?;
+                            decode(i, &df).map_err(|m| Error::ledger(&path, m))
                         })
                         .map_err(|e| unreadable(e, batch));
                     if tx.send((i, read)).is_err() {

@@ -52,33 +52,54 @@ const NOT_IN_ROWS: [&str; 2] = ["resource_name", "region"];
 /// The columns of a row's [`Amounts`], read only for a window that keeps them.
 const AMOUNTS: [&str; 4] = ["quantity", "unit_price", "list_cost", "balance_after"];
 
-/// The columns a [`Row`] is read from: [`SCHEMA`]'s but [`NOT_IN_ROWS`], and but
-/// [`AMOUNTS`] unless `amounts`.
-pub(crate) fn row_columns(amounts: bool) -> impl Iterator<Item = &'static schema::Column> {
-    SCHEMA
-        .iter()
-        .filter(move |c| !NOT_IN_ROWS.contains(&c.name) && (amounts || !AMOUNTS.contains(&c.name)))
+/// The columns that show a row as a bill line (its id, file and line), read only for the
+/// rows a use may show.
+const EVIDENCE: [&str; 3] = ["id", "source_file", "source_line"];
+
+/// The columns of what a row measured (its unit and GPU count), read only for a use that
+/// reads them.
+const USAGE: [&str; 2] = ["unit", "gpu_count"];
+
+/// What is read of a part file's rows beyond what every use reads.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Wanted {
+    /// The four [`Amounts`] (else none).
+    pub amounts: bool,
+    /// The id, file and line (else the id is 0, the file empty and the line 0).
+    pub evidence: bool,
+    /// The unit and GPU count (else none).
+    pub usage: bool,
 }
 
-/// The rows of a part file read with [`row_columns`]`(amounts)`, their amounts (none unless
-/// `amounts`) and their texts.
+/// The columns a [`Row`] is read from: [`SCHEMA`]'s but [`NOT_IN_ROWS`], and of
+/// [`AMOUNTS`], [`EVIDENCE`] and [`USAGE`] those `wanted`.
+pub(crate) fn row_columns(wanted: Wanted) -> impl Iterator<Item = &'static schema::Column> {
+    SCHEMA.iter().filter(move |c| {
+        let unless = |names: &[&str], read: bool| read || !names.contains(&c.name);
+        !NOT_IN_ROWS.contains(&c.name)
+            && unless(&AMOUNTS, wanted.amounts)
+            && unless(&EVIDENCE, wanted.evidence)
+            && unless(&USAGE, wanted.usage)
+    })
+}
+
+/// The rows of a part file read with [`row_columns`]`(wanted)`, their amounts (none unless
+/// wanted) and their texts.
 pub(crate) type PartRows = (Vec<Row>, Vec<Amounts>, Texts);
 
 /// See [`PartRows`].
-pub(crate) fn rows_from_frame(df: &DataFrame, amounts: bool) -> Result<PartRows, String> {
+pub(crate) fn rows_from_frame(df: &DataFrame, wanted: Wanted) -> Result<PartRows, String> {
     let mut texts = Texts::default();
     let mapped_type =
         |c: &&schema::Column| matches!(c.type_, Type::Text | Type::Enum(_) | Type::Month);
-    let r = Read::of(df, row_columns(amounts).filter(|c| !mapped_type(c)))?;
-    let ids = r.text("id")?;
+    let r = Read::of(df, row_columns(wanted).filter(|c| !mapped_type(c)))?;
     let (start, end) = (r.time("charge_start")?, r.time("charge_end")?);
     let period = mapped(df, "billing_period", str::parse::<crate::charge::YearMonth>)?;
     let category = mapped(df, "category", str::parse::<crate::charge::Category>)?;
     let kind = mapped(df, "kind", str::parse::<crate::charge::Kind>)?;
     let pricing = mapped(df, "pricing", str::parse::<crate::charge::Pricing>)?;
-    let (gpu_count, line) = (r.int("gpu_count")?, r.int("source_line")?);
     let billed_cost = r.decimal("billed_cost")?;
-    let amounts = if amounts {
+    let amounts = if wanted.amounts {
         let (quantity, unit_price) = (r.decimal("quantity")?, r.decimal("unit_price")?);
         let (list_cost, balance_after) = (r.decimal("list_cost")?, r.decimal("balance_after")?);
         (0..df.height())
@@ -87,17 +108,28 @@ pub(crate) fn rows_from_frame(df: &DataFrame, amounts: bool) -> Result<PartRows,
     } else {
         Vec::new()
     };
+    let (ids, line) = match wanted.evidence {
+        true => (Some(r.text("id")?), Some(r.int("source_line")?)),
+        false => (None, None),
+    };
+    let gpu_count = if wanted.usage { Some(r.int("gpu_count")?) } else { None };
     let mut sym = |name| mapped(df, name, |t| Ok(texts.sym(t)));
     let (platform, account, currency) = (sym("platform")?, sym("account")?, sym("currency")?);
     let (resource_id, instance_id) = (sym("resource_id")?, sym("instance_id")?);
-    let (gpu_model, unit) = (sym("gpu_model")?, sym("unit")?);
-    let (file, item) = (sym("source_file")?, sym("source_item")?);
+    let gpu_model = sym("gpu_model")?;
+    let unit = if wanted.usage { Some(sym("unit")?) } else { None };
+    let file = if wanted.evidence { Some(sym("source_file")?) } else { None };
+    let item = sym("source_item")?;
     let empty = texts.sym("");
     // Pushed into room for them all: a `Result`'s collect does not know how many come.
     let mut rows = Vec::with_capacity(df.height());
     for i in 0..df.height() {
+        let id = match ids {
+            Some(ids) => Row::id_words(parse::<ChargeId>(ids[i], "id")?),
+            None => [0, 0],
+        };
         rows.push(Row {
-            id: Row::id_words(parse::<ChargeId>(ids[i], "id")?),
+            id,
             platform: required(platform[i], "platform")?,
             account: account[i],
             billing_period: required(period[i], "billing_period")?,
@@ -109,14 +141,20 @@ pub(crate) fn rows_from_frame(df: &DataFrame, amounts: bool) -> Result<PartRows,
             kind: required(kind[i], "kind")?,
             pricing: required(pricing[i], "pricing")?,
             gpu_model: gpu_model[i],
-            gpu_count: gpu_count[i].and_then(|n| u16::try_from(n).ok()),
-            unit: unit[i],
+            gpu_count: gpu_count.and_then(|g| g[i]).and_then(|n| u16::try_from(n).ok()),
+            unit: unit.as_ref().and_then(|u| u[i]),
             pos: u32::try_from(i).unwrap_or(u32::MAX),
             billed_cost: required(billed_cost[i], "billed_cost")?,
             currency: required(currency[i], "currency")?,
             origin: RowOrigin {
-                file: required(file[i], "source_file")?,
-                line: required(line[i], "source_line")? as u64,
+                file: match &file {
+                    Some(file) => required(file[i], "source_file")?,
+                    None => empty,
+                },
+                line: match line {
+                    Some(line) => required(line[i], "source_line")? as u64,
+                    None => 0,
+                },
                 item: item[i].unwrap_or(empty),
             },
         });

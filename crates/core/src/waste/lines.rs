@@ -49,12 +49,16 @@ impl Lines {
         self.lines.push((place, wasted));
     }
 
-    /// Adds `c`, one of `ctx`'s charges, `wasted` of its cost (what a rule of one's own
-    /// does, its lines from [`Context::lines`]). False, and nothing added, if `c` is not
-    /// one of the charges of the window these lines are of.
+    /// Adds `c`, one of `ctx`'s charges of the audited month, `wasted` of its cost (what a
+    /// rule of one's own does, its lines from [`Context::lines`]). False, and nothing added,
+    /// if `c` is not one of the charges of the window these lines are of, or not of the
+    /// month: findings rest on the month's charges (a store does not even read the ids,
+    /// files and lines of the look-back's).
     pub fn push(&mut self, ctx: &Context<'_>, c: &Row, wasted: Decimal) -> bool {
         match ctx.place(c) {
-            Some(place) if Arc::ptr_eq(&self.window, ctx.window()) => {
+            Some(place)
+                if Arc::ptr_eq(&self.window, ctx.window()) && c.billing_period == ctx.month =>
+            {
                 self.push_at(place, wasted);
                 true
             }
@@ -197,6 +201,27 @@ mod tests {
         z.retain(|place, _| place != 1);
         assert_eq!(x, z);
         assert_eq!(x.wasted().sum::<Decimal>(), Decimal::new(249, 2));
+    }
+
+    /// A rule of one's own adds lines of the month's charges of its context's window, and
+    /// nothing else.
+    #[test]
+    fn a_rule_s_lines_are_of_the_month_s_charges_of_its_window() {
+        let (april, may) =
+            (crate::YearMonth::new(2024, 4).unwrap(), crate::YearMonth::new(2024, 5).unwrap());
+        let mut charges = [charge(1, 2, 150), charge(2, 3, 275)];
+        charges[0].billing_period = april;
+        charges[1].billing_period = may;
+        let (window, other) = (Arc::new(rows_of(&charges)), Arc::new(rows_of(&charges)));
+        let (config, platforms) =
+            (crate::config::Config::default(), crate::platforms::Platforms::default());
+        let ctx = Context::new(&window, may, &config, &platforms).unwrap();
+        let mut lines = ctx.lines();
+        assert!(!lines.push(&ctx, &window.rows[0], Decimal::ONE), "a charge of April");
+        assert!(!lines.push(&ctx, &other.rows[1], Decimal::ONE), "a row of another window");
+        assert!(lines.push(&ctx, &window.rows[1], Decimal::ONE));
+        let read: Vec<_> = lines.iter().map(|e| (e.id, e.wasted)).collect();
+        assert_eq!(read, [(ChargeId(2), Decimal::ONE)]);
     }
 
     /// Claims by place (a ledger's window: each charge once) and by id agree; in a window

@@ -144,7 +144,9 @@ pub struct Context<'a> {
     /// Charges of the month and of its look-back. A store's audit (`Store::audit`)
     /// keeps of the look-back only its compute (what timelines and plan prices are made of):
     /// the time the rest covers and when each resource was first charged are in
-    /// [`Context::known_span`] and [`Context::first_seen`] all the same.
+    /// [`Context::known_span`] and [`Context::first_seen`] all the same. It reads no rule's
+    /// unused columns: no row has a unit or a GPU count, and the look-back's rows have no
+    /// id, file or line (id 0, file empty, line 0), since findings rest on the month's.
     pub charges: &'a [Row],
     /// Their texts.
     pub texts: &'a Texts,

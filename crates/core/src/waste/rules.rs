@@ -78,6 +78,7 @@ impl<'a> Drafts<'a> {
         let (false, Some(place)) = (wasted.is_zero(), ctx.place(c)) else {
             return;
         };
+        debug_assert!(c.billing_period == ctx.month, "a finding on a charge of another month");
         let key = (c.platform, c.instance_id, c.resource_id, c.category, c.currency);
         // Room for as many lines as the resource has charges in the month: most findings
         // rest on all of them, and a list grown by doubling was two fifths unused.
