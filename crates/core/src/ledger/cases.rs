@@ -5,6 +5,7 @@
 
 use std::sync::Arc;
 
+use super::reader::Reading;
 use super::{LoadFilter, Store};
 use crate::charge::YearMonth;
 use crate::config::Config;
@@ -44,8 +45,8 @@ impl Store {
         let keep = |r: &crate::window::Row, _: Option<&_>| r.billing_period == month;
         // No rule reads a unit or a GPU count, and findings rest on the month's charges
         // only: of the look-back, ids, files and lines are not read.
-        let reading =
-            super::reader::Reading { amounts: false, usage: false, evidence: Some(&[month]) };
+        let only = Some(std::slice::from_ref(&month));
+        let reading = Reading { amounts: false, usage: false, ids: only, lines: only };
         let window = self.load_lean(&LoadFilter { months }, reading, &keep)?;
         waste::audit_rows(rules, &std::sync::Arc::new(window), month, config, platforms)
     }
@@ -80,7 +81,7 @@ impl Store {
         months.extend(reconcile::months_to_read(month));
         months.sort();
         months.dedup();
-        let reading = super::reader::Reading::all(true);
+        let reading = Reading::all(true);
         let mut all = self.load_rows_unlinked(&LoadFilter { months }, reading, &|_, _| true)?;
         let uses =
             [waste::months_to_read(month, config), reconcile::months_to_read(month), vec![month]];
@@ -133,7 +134,9 @@ impl Store {
             r.billing_period == month || a.is_some_and(|a| a.balance_after().is_some())
         };
         let months = LoadFilter { months: reconcile::months_to_read(month) };
-        let window = self.load_window_keeping(&months, true, &keep)?;
+        // No check reads a charge's id, unit or GPU count.
+        let reading = Reading { usage: false, ids: Some(&[]), ..Reading::all(true) };
+        let window = self.load_lean(&months, reading, &keep)?;
         reconcile::check_rows(checks, &window, month, &input)
     }
 

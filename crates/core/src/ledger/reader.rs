@@ -209,22 +209,26 @@ pub(super) struct Reading<'a> {
     pub amounts: bool,
     /// The unit and GPU count of every row.
     pub usage: bool,
-    /// The months whose rows' ids, files and lines are read: every month if `None`.
-    pub evidence: Option<&'a [YearMonth]>,
+    /// The months whose rows' charge ids are read: every month if `None`.
+    pub ids: Option<&'a [YearMonth]>,
+    /// The months whose rows' files and lines are read: every month if `None`.
+    pub lines: Option<&'a [YearMonth]>,
 }
 
 impl Reading<'_> {
     /// Every column of a row, and the amounts if `amounts`.
     pub(super) fn all(amounts: bool) -> Reading<'static> {
-        Reading { amounts, usage: true, evidence: None }
+        Reading { amounts, usage: true, ids: None, lines: None }
     }
 
     /// What is read of the rows of a part file of `month` (a month as the manifest writes it).
     fn of(&self, month: &str) -> rows::Wanted {
-        let evidence = self
-            .evidence
-            .is_none_or(|months| month.parse::<YearMonth>().is_ok_and(|m| months.contains(&m)));
-        rows::Wanted { amounts: self.amounts, evidence, usage: self.usage }
+        let month = month.parse::<YearMonth>().ok();
+        let read = |months: Option<&[YearMonth]>| {
+            months.is_none_or(|months| month.is_some_and(|m| months.contains(&m)))
+        };
+        let (ids, lines) = (read(self.ids), read(self.lines));
+        rows::Wanted { amounts: self.amounts, ids, lines, usage: self.usage }
     }
 }
 

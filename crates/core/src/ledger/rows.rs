@@ -52,9 +52,9 @@ const NOT_IN_ROWS: [&str; 2] = ["resource_name", "region"];
 /// The columns of a row's [`Amounts`], read only for a window that keeps them.
 const AMOUNTS: [&str; 4] = ["quantity", "unit_price", "list_cost", "balance_after"];
 
-/// The columns that show a row as a bill line (its id, file and line), read only for the
-/// rows a use may show.
-const EVIDENCE: [&str; 3] = ["id", "source_file", "source_line"];
+/// The columns that show a row as a bill line (its file and line), read only for the rows a
+/// use may show.
+const LINES: [&str; 2] = ["source_file", "source_line"];
 
 /// The columns of what a row measured (its unit and GPU count), read only for a use that
 /// reads them.
@@ -65,20 +65,23 @@ const USAGE: [&str; 2] = ["unit", "gpu_count"];
 pub(crate) struct Wanted {
     /// The four [`Amounts`] (else none).
     pub amounts: bool,
-    /// The id, file and line (else the id is 0, the file empty and the line 0).
-    pub evidence: bool,
+    /// The charge's id (else 0).
+    pub ids: bool,
+    /// The file and line (else the file is empty and the line 0).
+    pub lines: bool,
     /// The unit and GPU count (else none).
     pub usage: bool,
 }
 
-/// The columns a [`Row`] is read from: [`SCHEMA`]'s but [`NOT_IN_ROWS`], and of
-/// [`AMOUNTS`], [`EVIDENCE`] and [`USAGE`] those `wanted`.
+/// The columns a [`Row`] is read from: [`SCHEMA`]'s but [`NOT_IN_ROWS`], and of `id`,
+/// [`AMOUNTS`], [`LINES`] and [`USAGE`] those `wanted`.
 pub(crate) fn row_columns(wanted: Wanted) -> impl Iterator<Item = &'static schema::Column> {
     SCHEMA.iter().filter(move |c| {
         let unless = |names: &[&str], read: bool| read || !names.contains(&c.name);
         !NOT_IN_ROWS.contains(&c.name)
             && unless(&AMOUNTS, wanted.amounts)
-            && unless(&EVIDENCE, wanted.evidence)
+            && unless(&["id"], wanted.ids)
+            && unless(&LINES, wanted.lines)
             && unless(&USAGE, wanted.usage)
     })
 }
@@ -108,17 +111,15 @@ pub(crate) fn rows_from_frame(df: &DataFrame, wanted: Wanted) -> Result<PartRows
     } else {
         Vec::new()
     };
-    let (ids, line) = match wanted.evidence {
-        true => (Some(r.text("id")?), Some(r.int("source_line")?)),
-        false => (None, None),
-    };
+    let ids = if wanted.ids { Some(r.text("id")?) } else { None };
+    let line = if wanted.lines { Some(r.int("source_line")?) } else { None };
     let gpu_count = if wanted.usage { Some(r.int("gpu_count")?) } else { None };
     let mut sym = |name| mapped(df, name, |t| Ok(texts.sym(t)));
     let (platform, account, currency) = (sym("platform")?, sym("account")?, sym("currency")?);
     let (resource_id, instance_id) = (sym("resource_id")?, sym("instance_id")?);
     let gpu_model = sym("gpu_model")?;
     let unit = if wanted.usage { Some(sym("unit")?) } else { None };
-    let file = if wanted.evidence { Some(sym("source_file")?) } else { None };
+    let file = if wanted.lines { Some(sym("source_file")?) } else { None };
     let item = sym("source_item")?;
     let empty = texts.sym("");
     // Pushed into room for them all: a `Result`'s collect does not know how many come.

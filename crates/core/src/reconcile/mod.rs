@@ -183,7 +183,8 @@ pub static CHECKS: &[&dyn Check] = &[
 pub struct Context<'a> {
     /// Every charge given (the month's, and the rest of their files for R004). A store's
     /// reconciliation (`Store::reconcile`) keeps of the months around only the charges with
-    /// a balance and compute (which the others link to their instances by).
+    /// a balance and compute (which the others link to their instances by), and reads no
+    /// column no check reads: its rows have no charge id (0), unit or GPU count.
     pub charges: &'a [Row],
     /// Their texts.
     pub texts: &'a Texts,
