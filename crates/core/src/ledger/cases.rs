@@ -46,14 +46,15 @@ impl Store {
         // No rule reads a unit or a GPU count, and findings rest on the month's charges
         // only: of the look-back, ids, files and lines are not read.
         let only = Some(std::slice::from_ref(&month));
-        let reading = Reading { amounts: false, usage: false, ids: only, lines: only };
+        let reading = Reading { usage: false, ids: only, lines: only, ..Reading::all(false) };
         let window = self.load_lean(&LoadFilter { months }, reading, &keep)?;
         waste::audit_rows(rules, &std::sync::Arc::new(window), month, config, platforms)
     }
 
     /// The cost report of `month` ([`crate::cost`]): reads the month, and for a comparison
     /// the months of [`crate::cost::months_to_read`], each platform cut in its zone from
-    /// `platforms` ([`Store::platforms_over`]).
+    /// `platforms` ([`Store::platforms_over`]). The window it reports from holds no charge
+    /// ids, files or lines, and of the amounts only the quantity (all the report reads).
     pub fn cost(
         &self,
         month: YearMonth,
@@ -62,7 +63,11 @@ impl Store {
         options: &crate::cost::CostOptions,
     ) -> Result<crate::cost::CostReport> {
         let months = crate::cost::months_to_read(month, options.compare);
-        let window = self.load_rows(&LoadFilter { months })?;
+        // The cost report reads no charge's id, file or line, and of its amounts only the
+        // quantity.
+        let none = Some(&[][..]);
+        let reading = Reading { quantity_only: true, ids: none, lines: none, ..Reading::all(true) };
+        let window = self.load_lean(&LoadFilter { months }, reading, &|_, _| true)?;
         crate::cost::report_rows(&window, month, config, platforms, options)
     }
 

@@ -207,6 +207,8 @@ pub(super) type Parts<'m> = (usize, Vec<(&'m str, &'m str)>, Vec<&'m str>);
 pub(super) struct Reading<'a> {
     /// The four amounts of every row.
     pub amounts: bool,
+    /// Of the amounts, only the quantity.
+    pub quantity_only: bool,
     /// The unit and GPU count of every row.
     pub usage: bool,
     /// The months whose rows' charge ids are read: every month if `None`.
@@ -218,7 +220,7 @@ pub(super) struct Reading<'a> {
 impl Reading<'_> {
     /// Every column of a row, and the amounts if `amounts`.
     pub(super) fn all(amounts: bool) -> Reading<'static> {
-        Reading { amounts, usage: true, ids: None, lines: None }
+        Reading { amounts, quantity_only: false, usage: true, ids: None, lines: None }
     }
 
     /// What is read of the rows of a part file of `month` (a month as the manifest writes it).
@@ -228,7 +230,8 @@ impl Reading<'_> {
             months.is_none_or(|months| month.is_some_and(|m| months.contains(&m)))
         };
         let (ids, lines) = (read(self.ids), read(self.lines));
-        rows::Wanted { amounts: self.amounts, ids, lines, usage: self.usage }
+        let (amounts, quantity_only, usage) = (self.amounts, self.quantity_only, self.usage);
+        rows::Wanted { amounts, quantity_only, ids, lines, usage }
     }
 }
 

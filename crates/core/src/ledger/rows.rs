@@ -65,6 +65,8 @@ const USAGE: [&str; 2] = ["unit", "gpu_count"];
 pub(crate) struct Wanted {
     /// The four [`Amounts`] (else none).
     pub amounts: bool,
+    /// Of the amounts, only the quantity (the others none).
+    pub quantity_only: bool,
     /// The charge's id (else 0).
     pub ids: bool,
     /// The file and line (else the file is empty and the line 0).
@@ -80,6 +82,7 @@ pub(crate) fn row_columns(wanted: Wanted) -> impl Iterator<Item = &'static schem
         let unless = |names: &[&str], read: bool| read || !names.contains(&c.name);
         !NOT_IN_ROWS.contains(&c.name)
             && unless(&AMOUNTS, wanted.amounts)
+            && unless(&AMOUNTS[1..], !wanted.quantity_only)
             && unless(&["id"], wanted.ids)
             && unless(&LINES, wanted.lines)
             && unless(&USAGE, wanted.usage)
@@ -102,14 +105,19 @@ pub(crate) fn rows_from_frame(df: &DataFrame, wanted: Wanted) -> Result<PartRows
     let kind = mapped(df, "kind", str::parse::<crate::charge::Kind>)?;
     let pricing = mapped(df, "pricing", str::parse::<crate::charge::Pricing>)?;
     let billed_cost = r.decimal("billed_cost")?;
-    let amounts = if wanted.amounts {
-        let (quantity, unit_price) = (r.decimal("quantity")?, r.decimal("unit_price")?);
-        let (list_cost, balance_after) = (r.decimal("list_cost")?, r.decimal("balance_after")?);
-        (0..df.height())
-            .map(|i| Amounts::new([quantity[i], unit_price[i], list_cost[i], balance_after[i]]))
-            .collect()
-    } else {
-        Vec::new()
+    let amounts = match (wanted.amounts, wanted.quantity_only) {
+        (false, _) => Vec::new(),
+        (true, true) => {
+            let quantity = r.decimal("quantity")?;
+            quantity.iter().map(|&q| Amounts::new([q, None, None, None])).collect()
+        }
+        (true, false) => {
+            let (quantity, unit_price) = (r.decimal("quantity")?, r.decimal("unit_price")?);
+            let (list, balance) = (r.decimal("list_cost")?, r.decimal("balance_after")?);
+            (0..df.height())
+                .map(|i| Amounts::new([quantity[i], unit_price[i], list[i], balance[i]]))
+                .collect()
+        }
     };
     let ids = if wanted.ids { Some(r.text("id")?) } else { None };
     let line = if wanted.lines { Some(r.int("source_line")?) } else { None };
