@@ -86,7 +86,8 @@ impl Store {
         months.extend(reconcile::months_to_read(month));
         months.sort();
         months.dedup();
-        let reading = Reading::all(true);
+        // Of the three uses only waste reads charge ids, of the month's charges.
+        let reading = Reading { ids: Some(std::slice::from_ref(&month)), ..Reading::all(true) };
         let mut all = self.load_rows_unlinked(&LoadFilter { months }, reading, &|_, _| true)?;
         let uses =
             [waste::months_to_read(month, config), reconcile::months_to_read(month), vec![month]];
