@@ -486,3 +486,60 @@ fn a_charge_claimed_by_one_rule_is_left_out_of_the_later_ones() {
     assert_eq!(x2_again.charges.len(), 2 * x2.len());
     assert_eq!(again.iter().find(|f| f.code == "X001").unwrap().charges.len(), 2 * above);
 }
+
+/// The review hands each use the rows of its months linked as its own read links them: May's
+/// egress under a VM's id whose compute is all in April is the VM's for the review's waste
+/// (whose look-back holds April), and unattached for its cost (which reads May only), as
+/// `Store::cost` has it.
+#[test]
+fn the_review_links_each_use_s_rows_as_its_own_read_would() {
+    let (dir, store) = ledger();
+    let bill = dir.path().join("focus-apr-may.csv");
+    let vm = "//compute.googleapis.com/projects/p/zones/z/instances/41";
+    let row = |period: &str, start: &str, end: &str, what: &str, cost: &str, kind: &str| {
+        format!(
+            "acct,USD,{period},{start},{end},Usage,,{what},Standard,1,hour,{cost},{cost},{cost},\
+             {vm},trainer,{kind},us-central1,{},Compute Engine,SKU\n",
+            if kind == "Compute Instance" { "Compute" } else { "Networking" }
+        )
+    };
+    let (april, may) =
+        ("2024-04-01T00:00:00Z,2024-05-01T00:00:00Z", "2024-05-01T00:00:00Z,2024-06-01T00:00:00Z");
+    let mut text = "BillingAccountId,BillingCurrency,BillingPeriodStart,BillingPeriodEnd,\
+        ChargePeriodStart,ChargePeriodEnd,ChargeCategory,ChargeClass,ChargeDescription,\
+        PricingCategory,PricingQuantity,PricingUnit,ListUnitPrice,ListCost,BilledCost,\
+        ResourceId,ResourceName,ResourceType,RegionId,ServiceCategory,ServiceName,SkuId\n"
+        .to_owned();
+    text += &row(
+        april,
+        "2024-04-29T00:00:00Z",
+        "2024-04-29T01:00:00Z",
+        "A2 core",
+        "3.67",
+        "Compute Instance",
+    );
+    text += &row(
+        may,
+        "2024-05-02T00:00:00Z",
+        "2024-05-02T01:00:00Z",
+        "Egress",
+        "0.12",
+        "Network Egress",
+    );
+    std::fs::write(&bill, text).unwrap();
+    store.import(&[bill], &ImportOptions::default()).unwrap();
+    let may = YearMonth::new(2024, 5).unwrap();
+    let (config, platforms) =
+        (gpuaudit_core::config::Config::default(), gpuaudit_core::platforms::Platforms::default());
+    let options = gpuaudit_core::cost::CostOptions::default();
+    let review = store.review(may, &config, &platforms, &options.by).unwrap();
+    let cost = store.cost(may, &config, &platforms, &options).unwrap();
+    assert_eq!(review.cost, cost);
+    assert_eq!(cost.instances.len(), 1, "{cost:?}");
+    assert_eq!(cost.instances[0].instance, None, "May alone has no compute of the VM");
+    let whole = store.load(&LoadFilter::default()).unwrap();
+    let egress = whole.iter().find(|c| c.billing_period == may).unwrap();
+    assert_eq!(egress.instance_id.as_deref(), Some(vm), "April and May read together link it");
+    let audit = store.audit(may, &config, gpuaudit_core::waste::RULES, &platforms).unwrap();
+    assert_eq!(review.findings, audit);
+}

@@ -388,11 +388,11 @@ impl Window {
 
     /// The rows that pass `keep`, with their texts and amounts, as a window of their own.
     pub fn subset(&self, keep: impl Fn(&Row) -> bool) -> Window {
-        let mut out = Window {
-            texts: self.texts.clone(),
-            distinct_ids: self.distinct_ids,
-            ..Window::default()
-        };
+        // Counted first: rows grown by doubling held the old copy and the new at once.
+        let n = self.rows.iter().filter(|r| keep(r)).count();
+        let mut out = Window::with_capacity(n, !self.amounts.is_empty());
+        out.texts = self.texts.clone();
+        out.distinct_ids = self.distinct_ids;
         for r in self.rows.iter().filter(|r| keep(r)) {
             if !self.amounts.is_empty() {
                 out.keep(self.amounts(r));

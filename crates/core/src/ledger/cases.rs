@@ -89,26 +89,31 @@ impl Store {
         // Of the three uses only waste reads charge ids, of the month's charges.
         let reading = Reading { ids: Some(std::slice::from_ref(&month)), ..Reading::all(true) };
         let mut all = self.load_rows_unlinked(&LoadFilter { months }, reading, &|_, _| true)?;
-        let uses =
-            [waste::months_to_read(month, config), reconcile::months_to_read(month), vec![month]];
-        // A use whose months hold every row read takes the window as it is; another gets
-        // its rows, linked among themselves (made before the whole window is linked).
-        let subsets: Vec<Option<Arc<crate::window::Window>>> = uses
-            .iter()
-            .map(|wanted| {
-                if all.rows.iter().all(|r| wanted.contains(&r.billing_period)) {
-                    return None;
-                }
-                let mut w = all.subset(|r| wanted.contains(&r.billing_period));
-                crate::window::link_rows(&mut w.rows);
-                Some(Arc::new(w))
-            })
-            .collect();
+        // The rows the whole window's linking links: a use reading fewer months gets its
+        // rows with these unlinked again, linked among themselves, as its own read would.
+        let unlinked: Vec<bool> = all.rows.iter().map(|r| r.instance_id.is_none()).collect();
         crate::window::link_rows(&mut all.rows);
-        // The findings keep the window their bill lines are places in.
         let all = Arc::new(all);
-        let window = |i: usize| subsets[i].as_ref().unwrap_or(&all);
-        let findings = waste::audit_rows(waste::RULES, window(0), month, config, platforms)?;
+        let window_for = |wanted: &[YearMonth]| {
+            let read = |r: &crate::window::Row| wanted.contains(&r.billing_period);
+            if all.rows.iter().all(read) {
+                return Arc::clone(&all);
+            }
+            let mut w = all.subset(read);
+            let kept = all.rows.iter().zip(&unlinked).filter(|(r, _)| read(r));
+            for (row, (_, &was_unlinked)) in w.rows.iter_mut().zip(kept) {
+                if was_unlinked {
+                    row.instance_id = None;
+                }
+            }
+            crate::window::link_rows(&mut w.rows);
+            Arc::new(w)
+        };
+        // One use at a time, each window of its own dropped after it (but the findings',
+        // whose bill lines are places in it).
+        let options = crate::cost::CostOptions { by: by.to_vec(), compare: false };
+        let cost =
+            crate::cost::report_rows(&window_for(&[month]), month, config, platforms, &options)?;
         let input = self.reconcile_input(
             month,
             ReconcileInput {
@@ -117,9 +122,11 @@ impl Store {
                 ..Default::default()
             },
         )?;
-        let discrepancies = reconcile::check_rows(reconcile::CHECKS, window(1), month, &input)?;
-        let options = crate::cost::CostOptions { by: by.to_vec(), compare: false };
-        let cost = crate::cost::report_rows(window(2), month, config, platforms, &options)?;
+        let around = window_for(&reconcile::months_to_read(month));
+        let discrepancies = reconcile::check_rows(reconcile::CHECKS, &around, month, &input)?;
+        drop(around);
+        let look_back = window_for(&waste::months_to_read(month, config));
+        let findings = waste::audit_rows(waste::RULES, &look_back, month, config, platforms)?;
         Ok(Review { findings, discrepancies, cost })
     }
 
