@@ -316,8 +316,9 @@ impl<'a> Read<'a> {
             Values::Instants(v) => {
                 // Pushed into room for them all: a `Result`'s collect grows as it goes.
                 let mut out = Vec::with_capacity(v.len());
+                let mut days = Days::default();
                 for v in v {
-                    let t = v.and_then(DateTime::from_timestamp_micros);
+                    let t = v.and_then(|micros| days.instant(micros));
                     out.push(t.ok_or_else(|| format!("{name}: missing or invalid instant"))?);
                 }
                 Ok(out)
@@ -331,6 +332,37 @@ impl<'a> Read<'a> {
             Values::Ints(v) => Ok(v),
             _ => Err(format!("column {name} is not an integer")),
         }
+    }
+}
+
+/// Microseconds since the epoch as instants, exactly as [`DateTime::from_timestamp_micros`]
+/// makes them, keeping the day last made: rows run day after day, so the calendar's
+/// arithmetic is done about once a day rather than once a row.
+#[derive(Default)]
+pub(super) struct Days {
+    last: Option<(i64, chrono::NaiveDate)>,
+}
+
+impl Days {
+    const DAY: i64 = 86_400_000_000;
+
+    /// The instant `micros` after the epoch, if there is one.
+    pub(super) fn instant(&mut self, micros: i64) -> Option<DateTime<Utc>> {
+        let (day, of_day) = (micros.div_euclid(Self::DAY), micros.rem_euclid(Self::DAY));
+        let date = match self.last {
+            Some((d, date)) if d == day => date,
+            _ => {
+                // Days from the common era's first day to the epoch's.
+                let date = chrono::NaiveDate::from_num_days_from_ce_opt(
+                    i32::try_from(day + 719_163).ok()?,
+                )?;
+                self.last = Some((day, date));
+                date
+            }
+        };
+        let (secs, nanos) = ((of_day / 1_000_000) as u32, (of_day % 1_000_000) as u32 * 1_000);
+        let time = chrono::NaiveTime::from_num_seconds_from_midnight_opt(secs, nanos)?;
+        Some(date.and_time(time).and_utc())
     }
 }
 

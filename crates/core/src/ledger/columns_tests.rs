@@ -131,3 +131,25 @@ fn a_mantissa_read_back_is_the_normalised_decimal_exactly_on_either_path() {
         }
     }
 }
+
+/// Instants are made exactly as chrono makes them, on every day boundary, before the epoch,
+/// at the ends of the range and out of it, in any order.
+#[test]
+fn instants_made_a_day_at_a_time_are_chrono_s() {
+    let day = 86_400_000_000i64;
+    let mut values = vec![0, -1, 1, day - 1, day, -day, -day - 1, i64::MIN, i64::MAX];
+    values.extend([1_714_521_600_000_000, 1_714_521_599_999_999, 253_402_300_799_999_999]);
+    let mut x = 0x2545_f491_4f6c_dd1du64;
+    for _ in 0..20_000 {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        // Mostly near one another (rows of a bill), sometimes anywhere.
+        let near = 1_714_521_600_000_000 + (x % (40 * day as u64)) as i64;
+        values.push(if x.is_multiple_of(7) { x as i64 } else { near });
+    }
+    let mut days = super::Days::default();
+    for v in values {
+        assert_eq!(days.instant(v), chrono::DateTime::from_timestamp_micros(v), "{v}");
+    }
+}
