@@ -432,10 +432,10 @@ def commit_property(binary, work, rng, failures):
 
 def part_property(binary, work, rng, failures):
     """A ledger whose part file is damaged (bytes flipped, zeroed or cut: `parquet_mutation`)
-    gives waste, reconcile, cost and summary an answer or exit 2 with an error that names
-    the damaged file or its batch; never a panic. These read the part files' columns
-    straight into rows (texts and enums by their Arrow views, ids as hex digits, amounts
-    from their mantissas)."""
+    gives waste, reconcile, cost, the review (`report`) and summary an answer or exit 2 with
+    an error that names the damaged file or its batch; never a panic. These read the part
+    files' columns straight into rows (texts and enums by their Arrow views, ids as hex
+    digits, amounts from their mantissas), each only the columns it uses of each month."""
     ledger = work / "part-ledger"
     shutil.rmtree(ledger, ignore_errors=True)
     for bill in sorted(str(p) for p in (ROOT / "examples/bills").glob("*.csv")):
@@ -453,6 +453,7 @@ def part_property(binary, work, rng, failures):
     for args in (["waste", "--month", month, "--format", "json"],
                  ["reconcile", "--month", month, "--format", "csv"],
                  ["cost", "--month", month, "--compare", "--format", "csv"],
+                 ["report", "--month", month, "-o", str(work / "part-report.html")],
                  ["summary", "--by", "month,instance", "--format", "csv"]):
         code, _, err = run(binary, ledger, args, work)
         named = target.name in err or batch in err
