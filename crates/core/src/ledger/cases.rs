@@ -48,7 +48,7 @@ impl Store {
         let only = Some(std::slice::from_ref(&month));
         let reading = Reading { usage: false, ids: only, lines: only, ..Reading::all(false) };
         let window = self.load_lean(&LoadFilter { months }, reading, &keep)?;
-        waste::audit_rows(rules, &std::sync::Arc::new(window), month, config, platforms)
+        waste::audit_rows(rules, &Arc::new(window), month, config, platforms)
     }
 
     /// The cost report of `month` ([`crate::cost`]): reads the month, and for a comparison

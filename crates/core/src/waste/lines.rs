@@ -72,6 +72,11 @@ impl Lines {
         self.lines.extend(other.lines);
     }
 
+    /// Each line's place and row.
+    fn rows(&self) -> impl Iterator<Item = (u32, &Row)> + '_ {
+        self.lines.iter().map(|&(place, _)| (place, &self.window.rows[place as usize]))
+    }
+
     /// Keeps the lines whose place and row pass `keep`.
     pub(super) fn retain(&mut self, mut keep: impl FnMut(u32, &Row) -> bool) {
         let rows = &self.window.rows;
@@ -126,38 +131,44 @@ impl std::fmt::Debug for Lines {
 
 /// The charges the findings so far rest on: by their places in a window that holds each
 /// charge once (a ledger's: a bit per row), else by their ids.
-pub(super) struct Claims {
-    places: Vec<u64>,
-    ids: Option<HashSet<ChargeId>>,
+pub(super) enum Claims {
+    Places(Vec<u64>),
+    Ids(HashSet<ChargeId>),
 }
 
 impl Claims {
     pub(super) fn new(window: &Window, room: usize) -> Claims {
         if window.distinct_ids {
-            return Claims { places: vec![0; window.rows.len().div_ceil(64)], ids: None };
+            return Claims::Places(vec![0; window.rows.len().div_ceil(64)]);
         }
         let mut ids = HashSet::default();
         ids.reserve(room);
-        Claims { places: Vec::new(), ids: Some(ids) }
+        Claims::Ids(ids)
     }
 
     /// Whether the charge at `place`, `c`, is claimed.
     pub(super) fn has(&self, place: u32, c: &Row) -> bool {
-        match &self.ids {
-            Some(ids) => ids.contains(&c.id()),
-            None => self.places[place as usize / 64] >> (place % 64) & 1 == 1,
+        match self {
+            Claims::Ids(ids) => ids.contains(&c.id()),
+            Claims::Places(bits) => bits[place as usize / 64] >> (place % 64) & 1 == 1,
         }
     }
 
-    /// Claims the charge at `place`, `c` (true, to be kept by a `retain`).
-    pub(super) fn claim(&mut self, place: u32, c: &Row) -> bool {
-        match &mut self.ids {
-            Some(ids) => {
+    /// Claims the charge at `place`, `c`.
+    pub(super) fn claim(&mut self, place: u32, c: &Row) {
+        match self {
+            Claims::Ids(ids) => {
                 ids.insert(c.id());
             }
-            None => self.places[place as usize / 64] |= 1 << (place % 64),
+            Claims::Places(bits) => bits[place as usize / 64] |= 1 << (place % 64),
         }
-        true
+    }
+
+    /// Claims the charges of `lines`.
+    pub(super) fn claim_all(&mut self, lines: &Lines) {
+        for (place, c) in lines.rows() {
+            self.claim(place, c);
+        }
     }
 }
 

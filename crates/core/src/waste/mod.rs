@@ -377,7 +377,7 @@ pub fn audit_rows(
                 continue;
             }
             if !last {
-                finding.charges.retain(|place, c| claimed.claim(place, c));
+                claimed.claim_all(&finding.charges);
             }
             finding.severity = Severity::of(finding.amount, finding.monthly_projection);
             out.push(finding);
