@@ -425,8 +425,8 @@ impl gpuaudit_core::waste::Rule for Above {
     ) -> gpuaudit_core::Result<Vec<gpuaudit_core::waste::Finding>> {
         let mut lines = ctx.lines();
         let mut first = None;
-        for c in ctx.in_month().filter(|c| c.billed_cost > self.1) {
-            assert!(lines.push(ctx, c, c.billed_cost));
+        for c in ctx.in_month().filter(|c| c.billed_cost() > self.1) {
+            assert!(lines.push(ctx, c, c.billed_cost()));
             first.get_or_insert(c);
         }
         let Some(c) = first else { return Ok(Vec::new()) };

@@ -173,12 +173,11 @@ struct Stored {
 const SPILLED: u32 = 1 << 31;
 
 /// A charge as the rules read it: the fields of [`Charge`] they use, its texts as [`Sym`]s
-/// of its window's [`Texts`].
+/// of its window's [`Texts`]. Its id is kept beside it, by the window ([`Window::id`]): only
+/// the evidence a finding shows reads it, and a store reads it for the audited month only.
+/// Its billed cost is kept in 13 bytes where a [`Decimal`] takes 16 ([`Row::billed_cost`]).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Row {
-    /// Stable identity, as two words (a `u128` would align the row to 16 bytes): see
-    /// [`Row::id`].
-    pub(crate) id: [u64; 2],
     /// Platform.
     pub platform: Sym,
     /// Billing account.
@@ -207,8 +206,10 @@ pub struct Row {
     pub unit: Option<Sym>,
     /// The row's place in its window, where its [`Amounts`] are ([`Window::amounts`]).
     pub(crate) pos: u32,
-    /// Billed cost.
-    pub billed_cost: Decimal,
+    /// Billed cost's 96-bit mantissa, low word first (see [`Row::billed_cost`]).
+    pub(crate) cost: [u32; 3],
+    /// Billed cost's sign (the high bit) and scale (the low five), as [`Decimal`] keeps them.
+    pub(crate) cost_flags: u8,
     /// Currency.
     pub currency: Sym,
     /// Where it was read.
@@ -216,14 +217,21 @@ pub struct Row {
 }
 
 impl Row {
-    /// Stable identity.
-    pub fn id(&self) -> ChargeId {
-        ChargeId((u128::from(self.id[0]) << 64) | u128::from(self.id[1]))
+    /// Billed cost, exactly as it was given (the same digits and scale; a negative zero too).
+    pub fn billed_cost(&self) -> Decimal {
+        let [lo, mid, hi] = self.cost;
+        let flags =
+            (u32::from(self.cost_flags & 0x1f) << 16) | (u32::from(self.cost_flags >> 7) << 31);
+        let mut bytes = [0u8; 16];
+        for (k, word) in [flags, lo, mid, hi].iter().enumerate() {
+            bytes[4 * k..4 * k + 4].copy_from_slice(&word.to_le_bytes());
+        }
+        Decimal::deserialize(bytes)
     }
 
-    /// `id` as the row keeps it.
-    pub fn id_words(id: ChargeId) -> [u64; 2] {
-        [(id.0 >> 64) as u64, id.0 as u64]
+    /// Sets the billed cost (see [`Row::billed_cost`]).
+    pub fn set_billed_cost(&mut self, d: Decimal) {
+        (self.cost, self.cost_flags) = packed(d);
     }
 
     /// Whether the row is spend (every kind but a payment).
@@ -245,6 +253,20 @@ impl Row {
         self.origin.item = adopt(self.origin.item);
         self
     }
+}
+
+/// `d` as a [`Row`] keeps it: its mantissa's three words, and its sign and scale in a byte.
+pub(crate) fn packed(d: Decimal) -> ([u32; 3], u8) {
+    // Flags, then the mantissa's low, middle and high words, little-endian.
+    let b = d.serialize();
+    let word = |k: usize| u32::from_le_bytes([b[k], b[k + 1], b[k + 2], b[k + 3]]);
+    let flags = (u8::from(d.is_sign_negative()) << 7) | (d.scale() as u8 & 0x1f);
+    ([word(4), word(8), word(12)], flags)
+}
+
+/// `id` as a window keeps it, two words (a `u128` would align its vector to 16 bytes).
+fn id_words(id: ChargeId) -> [u64; 2] {
+    [(id.0 >> 64) as u64, id.0 as u64]
 }
 
 /// What the rows a window left out (see [`Window::append_keeping`]) tell: per platform, the
@@ -287,6 +309,16 @@ impl LeftOut {
     }
 }
 
+/// What a window keeps beside the rows appended to it ([`Window::append_keeping`]): their
+/// amounts and ids, one per row, or none for rows read without them.
+#[derive(Debug, Default)]
+pub struct Side {
+    /// The rows' amounts.
+    pub amounts: Vec<Amounts>,
+    /// The rows' ids.
+    pub ids: Vec<ChargeId>,
+}
+
 /// A window of charges: its rows, their texts, and unless the window was read without
 /// them, their [`Amounts`] (the waste rules read none of the four: a window of ten million
 /// rows is half a gigabyte smaller without them).
@@ -300,6 +332,9 @@ pub struct Window {
     amounts: Vec<Stored>,
     /// The amounts of the rows a [`Stored`] cannot hold.
     spilled: Vec<Amounts>,
+    /// The rows' ids, as two words each, by [`Row::pos`] ([`Window::id`]); shorter than the
+    /// rows, or empty, when some or all were read without them.
+    ids: Vec<[u64; 2]>,
     /// What the rows left out of the window tell (nothing, unless it was read keeping only
     /// some: [`Window::append_keeping`]).
     pub left_out: LeftOut,
@@ -309,27 +344,36 @@ pub struct Window {
 }
 
 impl Window {
-    /// An empty window with room for `rows` rows (and their amounts, if `amounts`).
-    pub fn with_capacity(rows: usize, amounts: bool) -> Window {
+    /// An empty window with room for `rows` rows (and their amounts, if `amounts`; their
+    /// ids, if `ids`).
+    ///
+    /// The room for ids is zeroed memory the program has not touched: a row's id is written
+    /// when a row with one is appended, so the ids of rows read without them (a store's
+    /// look-back months, appended a part file at a time) take pages that are never touched,
+    /// and so never take memory.
+    pub fn with_capacity(rows: usize, amounts: bool, ids: bool) -> Window {
         Window {
             texts: Texts::default(),
             rows: Vec::with_capacity(rows),
             amounts: Vec::with_capacity(if amounts { rows } else { 0 }),
             spilled: Vec::new(),
+            ids: if ids { vec![[0, 0]; rows] } else { Vec::new() },
             left_out: LeftOut::default(),
             distinct_ids: false,
         }
     }
 
-    /// Appends `rows`, whose texts are `texts`', and their `amounts` (one per row, or none
-    /// for a window read without them). A window holds at most `u32::MAX` rows.
+    /// Appends `rows`, whose texts are `texts`', their `amounts` (one per row, or none for a
+    /// window read without them) and their `ids` (one per row, or none for rows read without
+    /// them). A window holds at most `u32::MAX` rows.
     pub fn append(
         &mut self,
         rows: Vec<Row>,
         amounts: Vec<Amounts>,
+        ids: Vec<ChargeId>,
         texts: &Texts,
     ) -> Result<(), String> {
-        self.append_keeping(rows, amounts, texts, &|_, _| true)
+        self.append_keeping(rows, Side { amounts, ids }, texts, &|_, _| true)
     }
 
     /// [`Window::append`] of the rows that pass `keep` (given each row and its amounts, if
@@ -337,7 +381,7 @@ impl Window {
     pub fn append_keeping(
         &mut self,
         rows: Vec<Row>,
-        amounts: Vec<Amounts>,
+        side: Side,
         texts: &Texts,
         keep: &dyn Fn(&Row, Option<&Amounts>) -> bool,
     ) -> Result<(), String> {
@@ -345,21 +389,39 @@ impl Window {
             return Err(format!("a window of more than {} charges", u32::MAX));
         }
         let mut memo = Vec::new();
-        let mut amounts = amounts.into_iter();
+        let mut amounts = side.amounts.into_iter();
+        let mut ids = side.ids.into_iter();
         for r in rows {
             let mut r = r.adopted(&mut self.texts, texts, &mut memo);
-            let a = amounts.next();
+            let (a, id) = (amounts.next(), ids.next());
             if !keep(&r, a.as_ref()) {
                 self.left_out.add(&r, &self.texts);
                 continue;
             }
             r.pos = self.rows.len() as u32;
+            if let Some(id) = id {
+                self.keep_id(r.pos as usize, id);
+            }
             self.rows.push(r);
             if let Some(a) = a {
                 self.keep(a);
             }
         }
         Ok(())
+    }
+
+    /// Keeps `id` as the id of the row at `pos`.
+    fn keep_id(&mut self, pos: usize, id: ChargeId) {
+        if self.ids.len() <= pos {
+            self.ids.resize(pos + 1, [0, 0]);
+        }
+        self.ids[pos] = id_words(id);
+    }
+
+    /// The id of `row`, a row of this window: 0 when it was read without it.
+    pub fn id(&self, row: &Row) -> ChargeId {
+        let [high, low] = self.ids.get(row.pos as usize).copied().unwrap_or_default();
+        ChargeId((u128::from(high) << 64) | u128::from(low))
     }
 
     /// Keeps `a` as the next row's amounts.
@@ -390,12 +452,15 @@ impl Window {
     pub fn subset(&self, keep: impl Fn(&Row) -> bool) -> Window {
         // Counted first: rows grown by doubling held the old copy and the new at once.
         let n = self.rows.iter().filter(|r| keep(r)).count();
-        let mut out = Window::with_capacity(n, !self.amounts.is_empty());
+        let mut out = Window::with_capacity(n, !self.amounts.is_empty(), false);
         out.texts = self.texts.clone();
         out.distinct_ids = self.distinct_ids;
         for r in self.rows.iter().filter(|r| keep(r)) {
             if !self.amounts.is_empty() {
                 out.keep(self.amounts(r));
+            }
+            if self.ids.get(r.pos as usize).is_some_and(|&id| id != [0, 0]) {
+                out.keep_id(out.rows.len(), self.id(r));
             }
             out.rows.push(Row { pos: out.rows.len() as u32, ..r.clone() });
         }
@@ -411,8 +476,9 @@ pub fn rows_of(charges: &[Charge]) -> Window {
         r.pos = u32::try_from(i).unwrap_or(u32::MAX);
     }
     let mut window = Window { texts, rows, ..Window::default() };
-    for c in charges {
+    for (i, c) in charges.iter().enumerate() {
         window.keep(amounts_of(c));
+        window.keep_id(i, c.id);
     }
     window
 }
@@ -425,8 +491,8 @@ pub fn amounts_of(c: &Charge) -> Amounts {
 /// The row of one charge, its texts among `texts` (its amounts are [`amounts_of`]; its place
 /// in a window is set when the window takes it).
 pub fn row_of(c: &Charge, texts: &mut Texts) -> Row {
+    let (cost, cost_flags) = packed(c.billed_cost);
     Row {
-        id: Row::id_words(c.id),
         platform: texts.sym(&c.platform),
         account: texts.sym_opt(c.account.as_deref()),
         billing_period: c.billing_period,
@@ -441,7 +507,8 @@ pub fn row_of(c: &Charge, texts: &mut Texts) -> Row {
         gpu_count: c.gpu_count,
         unit: texts.sym_opt(c.unit.as_deref()),
         pos: 0,
-        billed_cost: c.billed_cost,
+        cost,
+        cost_flags,
         currency: texts.sym(&c.currency),
         origin: RowOrigin {
             file: texts.sym(&c.origin.file),
@@ -486,92 +553,5 @@ pub fn link_rows(rows: &mut [Row]) -> usize {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn amounts_keep_every_decimal_exactly_and_their_absence() {
-        let values = [
-            Decimal::MAX,
-            Decimal::MIN,
-            Decimal::ZERO,
-            -Decimal::ZERO,
-            Decimal::new(-1, 28),
-            Decimal::new(123_456_789_012_345, 12),
-            Decimal::new(-99_999_999_999_999_999, 2),
-            Decimal::new(24, 1),
-            Decimal::new(1980, 3),
-        ];
-        for (i, &a) in values.iter().enumerate() {
-            let b = values[(i + 3) % values.len()];
-            let all = [Some(a), None, Some(b), Some(a)];
-            let packed = Amounts::new(all);
-            for (k, want) in all.iter().enumerate() {
-                let got = packed.get(k);
-                assert_eq!(got, *want, "{a} {b} at {k}");
-                // The same digits and scale, not only an equal value.
-                assert_eq!(got.map(|d| d.to_string()), want.map(|d| d.to_string()));
-            }
-        }
-        assert_eq!(Amounts::new([None; 4]).get(3), None);
-        let id = ChargeId(0x0123_4567_89ab_cdef_fedc_ba98_7654_3210);
-        let row =
-            Row { id: Row::id_words(id), ..row_of(&crate::Charge::blank(), &mut Texts::default()) };
-        assert_eq!(row.id(), id);
-    }
-
-    #[test]
-    fn a_window_keeps_its_rows_amounts_exactly_those_of_twenty_digits_too() {
-        let big = Decimal::from_i128_with_scale(123_456_789_012_345_678_901_234, 12);
-        let all = [
-            [Some(Decimal::new(24, 1)), Some(Decimal::new(-5, 3)), None, Some(Decimal::ZERO)],
-            [Some(Decimal::MAX), None, Some(big), Some(Decimal::MIN)],
-            [None; 4],
-            [Some(Decimal::new(i64::MAX, 12)), Some(-Decimal::ZERO), Some(big), None],
-        ];
-        let mut texts = Texts::default();
-        let rows: Vec<Row> =
-            all.iter().map(|_| row_of(&crate::Charge::blank(), &mut texts)).collect();
-        let mut window = Window::with_capacity(rows.len(), true);
-        window.append(rows, all.iter().map(|a| Amounts::new(*a)).collect(), &texts).unwrap();
-        assert_eq!(window.spilled.len(), 2, "the rows of twenty-digit figures are spilled");
-        let read = |w: &Window| -> Vec<[Option<String>; 4]> {
-            w.rows
-                .iter()
-                .map(|r| {
-                    let a = w.amounts(r);
-                    [a.quantity(), a.unit_price(), a.list_cost(), a.balance_after()]
-                        .map(|d| d.map(|d| format!("{d} {}", d.is_sign_negative())))
-                })
-                .collect()
-        };
-        let want: Vec<[Option<String>; 4]> = all
-            .iter()
-            .map(|a| a.map(|d| d.map(|d| format!("{d} {}", d.is_sign_negative()))))
-            .collect();
-        assert_eq!(read(&window), want);
-        // A subset renumbers its rows and keeps their amounts, spilled or not.
-        let odd = window.subset(|r| r.pos % 2 == 1);
-        assert_eq!(read(&odd), vec![want[1].clone(), want[3].clone()]);
-    }
-
-    #[test]
-    fn equal_texts_are_one_sym_and_a_window_adopts_another_s_texts() {
-        let mut texts = Texts::default();
-        let (a, b, c) = (texts.sym("vm-1"), texts.sym("disk-1"), texts.sym("vm-1"));
-        assert_eq!(a, c);
-        assert_ne!(a, b);
-        assert_eq!((texts.get(a), texts.get(b)), ("vm-1", "disk-1"));
-        assert_eq!(std::mem::size_of::<Option<Sym>>(), 4);
-        // A window of ten million rows holds 1.2 GB of rows: no field grows it unnoticed.
-        assert_eq!(std::mem::size_of::<Row>(), 120);
-
-        let mut other = Texts::default();
-        other.sym("disk-1");
-        let mut window = Window { texts: other, ..Window::default() };
-        let charge = crate::Charge { platform: "p".into(), ..crate::Charge::blank() };
-        let row = row_of(&charge, &mut texts);
-        window.append(vec![row], Vec::new(), &texts).unwrap();
-        assert_eq!(window.texts.get(window.rows[0].platform), "p");
-    }
-}
+#[path = "window_tests.rs"]
+mod tests;

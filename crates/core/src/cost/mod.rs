@@ -228,7 +228,7 @@ fn instance_lines(
             }
         };
         let acc = &mut accs[slot].1;
-        acc.cost.add(r.category, r.billed_cost)?;
+        acc.cost.add(r.category, r.billed_cost())?;
         acc.charges += 1;
         let life = acc.life.get_or_insert((r.charge_start, r.charge_end));
         *life = (life.0.min(r.charge_start), life.1.max(r.charge_end));
@@ -241,7 +241,7 @@ fn instance_lines(
                 }
                 if r.kind == Kind::Usage && r.pricing == crate::charge::Pricing::OnDemand {
                     acc.on_demand =
-                        money::add(acc.on_demand, r.billed_cost, "a line's on-demand cost")?;
+                        money::add(acc.on_demand, r.billed_cost(), "a line's on-demand cost")?;
                     if r.charge_end > r.charge_start {
                         acc.on_demand_spans.push((r.charge_start, r.charge_end));
                     }
@@ -339,7 +339,7 @@ fn usage_of(
             note,
         )?;
         let Some((measure, amount)) = measured else {
-            usage.unmeasured.add(r.category, r.billed_cost)?;
+            usage.unmeasured.add(r.category, r.billed_cost())?;
             continue;
         };
         let covered = covered_seconds((r.charge_start, r.charge_end), &timeline.covered);

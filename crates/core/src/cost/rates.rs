@@ -92,7 +92,7 @@ impl Rates {
             if r.category == Category::Compute
                 && r.kind == Kind::Purchase
                 && r.pricing == Pricing::Subscription
-                && r.billed_cost > Decimal::ZERO
+                && r.billed_cost() > Decimal::ZERO
             {
                 rates.add_plan(r, window, config)?;
             }
@@ -147,7 +147,7 @@ impl Rates {
         let (slot, per) = if days >= 28 { (&mut entry.0, 30) } else { (&mut entry.1, 7) };
         let what = "a plan's price";
         let price = money::div(
-            money::mul(r.billed_cost, Decimal::from(per), what)?,
+            money::mul(r.billed_cost(), Decimal::from(per), what)?,
             Decimal::from(days),
             what,
         )?;

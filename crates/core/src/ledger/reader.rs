@@ -106,7 +106,8 @@ impl Store {
     ) -> Result<crate::window::Window> {
         let manifest = self.manifest()?;
         let (rows, parts, months) = self.parts_of(&manifest, filter)?;
-        let mut window = crate::window::Window::with_capacity(rows, reading.amounts);
+        let ids = reading.ids.is_none_or(|months| !months.is_empty());
+        let mut window = crate::window::Window::with_capacity(rows, reading.amounts, ids);
         let wanted: Vec<rows::Wanted> = months.iter().map(|m| reading.of(m)).collect();
         let columns = |i: usize| {
             let names = rows::row_columns(wanted[i]).map(|c| c.name.to_owned());

@@ -7,7 +7,7 @@ use polars::prelude::*;
 use super::columns::{Read, parse, required};
 use super::schema::{self, SCHEMA, Type};
 use crate::charge::ChargeId;
-use crate::window::{Amounts, Row, RowOrigin, Texts};
+use crate::window::{Amounts, Row, RowOrigin, Side, Texts, packed};
 
 /// Text column `name` of `df`, each value mapped by `f`, which sees each distinct value of a
 /// chunk about once: values are told apart by their Arrow views (a text of up to 12 bytes is
@@ -89,9 +89,9 @@ pub(crate) fn row_columns(wanted: Wanted) -> impl Iterator<Item = &'static schem
     })
 }
 
-/// The rows of a part file read with [`row_columns`]`(wanted)`, their amounts (none unless
-/// wanted) and their texts.
-pub(crate) type PartRows = (Vec<Row>, Vec<Amounts>, Texts);
+/// The rows of a part file read with [`row_columns`]`(wanted)`, their amounts and ids (none
+/// unless wanted) and their texts.
+pub(crate) type PartRows = (Vec<Row>, Side, Texts);
 
 /// See [`PartRows`].
 pub(crate) fn rows_from_frame(df: &DataFrame, wanted: Wanted) -> Result<PartRows, String> {
@@ -132,13 +132,13 @@ pub(crate) fn rows_from_frame(df: &DataFrame, wanted: Wanted) -> Result<PartRows
     let empty = texts.sym("");
     // Pushed into room for them all: a `Result`'s collect does not know how many come.
     let mut rows = Vec::with_capacity(df.height());
+    let ids = match ids {
+        Some(ids) => ids.iter().map(|&id| parse::<ChargeId>(id, "id")).collect::<Result<_, _>>()?,
+        None => Vec::new(),
+    };
     for i in 0..df.height() {
-        let id = match ids {
-            Some(ids) => Row::id_words(parse::<ChargeId>(ids[i], "id")?),
-            None => [0, 0],
-        };
+        let (cost, cost_flags) = packed(required(billed_cost[i], "billed_cost")?);
         rows.push(Row {
-            id,
             platform: required(platform[i], "platform")?,
             account: account[i],
             billing_period: required(period[i], "billing_period")?,
@@ -153,7 +153,8 @@ pub(crate) fn rows_from_frame(df: &DataFrame, wanted: Wanted) -> Result<PartRows
             gpu_count: gpu_count.and_then(|g| g[i]).and_then(|n| u16::try_from(n).ok()),
             unit: unit.as_ref().and_then(|u| u[i]),
             pos: u32::try_from(i).unwrap_or(u32::MAX),
-            billed_cost: required(billed_cost[i], "billed_cost")?,
+            cost,
+            cost_flags,
             currency: required(currency[i], "currency")?,
             origin: RowOrigin {
                 file: match &file {
@@ -168,5 +169,5 @@ pub(crate) fn rows_from_frame(df: &DataFrame, wanted: Wanted) -> Result<PartRows
             },
         });
     }
-    Ok((rows, amounts, texts))
+    Ok((rows, Side { amounts, ids }, texts))
 }

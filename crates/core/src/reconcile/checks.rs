@@ -64,8 +64,8 @@ impl Check for Arithmetic {
             };
             let expected = money::mul(price, quantity, "a unit price times its quantity")?.abs();
             let actual = match ctx.input.platforms.unit_price_of(ctx.text(c.platform)) {
-                UnitPriceOf::ListCost => ctx.amounts(c).list_cost().unwrap_or(c.billed_cost),
-                UnitPriceOf::BilledCost => c.billed_cost,
+                UnitPriceOf::ListCost => ctx.amounts(c).list_cost().unwrap_or(c.billed_cost()),
+                UnitPriceOf::BilledCost => c.billed_cost(),
             }
             .abs();
             let digits = actual.normalize().scale().clamp(2, 26);
@@ -106,7 +106,7 @@ impl Check for DoubleCharge {
         type Key = (Sym, Option<Sym>, Sym, Category, Sym, Sym);
         let mut groups: HashMap<Key, Vec<&Row>> = HashMap::default();
         for c in ctx.in_month() {
-            let charged = matches!(c.kind, Kind::Usage) && c.billed_cost > Decimal::ZERO;
+            let charged = matches!(c.kind, Kind::Usage) && c.billed_cost() > Decimal::ZERO;
             if let (true, Some(r)) = (charged && c.charge_end > c.charge_start, c.resource_id) {
                 let key = (c.platform, c.account, r, c.category, c.origin.item, c.currency);
                 groups.entry(key).or_default().push(c);
@@ -124,9 +124,9 @@ impl Check for DoubleCharge {
                     let start = c.charge_start;
                     let end = c.charge_end.min(prev.charge_end);
                     let mut d = base(ctx, self, c, span_text(start, end));
-                    d.expected = prev.billed_cost;
-                    d.actual = money::add(prev.billed_cost, c.billed_cost, "a double charge")?;
-                    d.difference = c.billed_cost;
+                    d.expected = prev.billed_cost();
+                    d.actual = money::add(prev.billed_cost(), c.billed_cost(), "a double charge")?;
+                    d.difference = c.billed_cost();
                     d.locations = vec![line(ctx, prev), line(ctx, c)];
                     d.detail = format!(
                         "{} is charged twice for {} of the same time ({})",
@@ -234,7 +234,7 @@ impl Check for BalanceChain {
             for c in rows {
                 let stated = ctx.amounts(c).balance_after().unwrap_or_default();
                 if let Some(previous) = balance {
-                    let expected = money::sub(previous, c.billed_cost, "a running balance")?;
+                    let expected = money::sub(previous, c.billed_cost(), "a running balance")?;
                     if expected != stated && c.billing_period == ctx.month {
                         let mut d = base(ctx, self, c, c.billing_period.to_string());
                         d.expected = expected;
@@ -243,8 +243,8 @@ impl Check for BalanceChain {
                         d.detail = format!(
                             "balance {} after {} {} should be {}",
                             money_text(stated),
-                            if c.billed_cost.is_sign_negative() { "income" } else { "expense" },
-                            money_text(c.billed_cost.abs()),
+                            if c.billed_cost().is_sign_negative() { "income" } else { "expense" },
+                            money_text(c.billed_cost().abs()),
                             money_text(expected)
                         );
                         out.push(d);
@@ -301,7 +301,7 @@ impl Check for StatementTotal {
                         && ctx.text(c.currency) == s.currency
                         && s.account.as_deref().is_none_or(|a| ctx.opt(c.account) == Some(a))
                 })
-                .map(|c| c.billed_cost);
+                .map(|c| c.billed_cost());
             let actual = money::sum(of_statement, "the ledger's total for a statement")?;
             if actual != s.total {
                 out.push(Discrepancy {
@@ -361,7 +361,7 @@ impl Check for RateCardCheck {
                 continue;
             };
             let hour_long = c.charge_end - c.charge_start == Duration::hours(1);
-            let Some(price) = ctx.amounts(c).unit_price().or(hour_long.then_some(c.billed_cost))
+            let Some(price) = ctx.amounts(c).unit_price().or(hour_long.then_some(c.billed_cost()))
             else {
                 continue;
             };
@@ -399,7 +399,7 @@ impl Check for MixedCurrency {
         for c in ctx.in_month() {
             let currencies = groups.entry((ctx.text(c.platform), ctx.opt(c.account))).or_default();
             let sum = &mut currencies.entry(ctx.text(c.currency)).or_insert((Decimal::ZERO, c)).0;
-            *sum = money::add(*sum, c.billed_cost, "an account's spend in a currency")?;
+            *sum = money::add(*sum, c.billed_cost(), "an account's spend in a currency")?;
         }
         let mut out = Vec::new();
         for currencies in groups.into_values().filter(|g| g.len() > 1) {

@@ -104,11 +104,11 @@ impl Lines {
         self.lines.iter().map(move |&(place, wasted)| {
             let c = &window.rows[place as usize];
             Evidence {
-                id: c.id(),
+                id: window.id(c),
                 file: window.texts.get(c.origin.file),
                 line: c.origin.line,
                 item: window.texts.get(c.origin.item),
-                billed_cost: c.billed_cost,
+                billed_cost: c.billed_cost(),
                 wasted,
             }
         })
@@ -146,19 +146,20 @@ impl Claims {
         Claims::Ids(ids)
     }
 
-    /// Whether the charge at `place`, `c`, is claimed.
-    pub(super) fn has(&self, place: u32, c: &Row) -> bool {
+    /// Whether the charge at `place` in `window` (the window these claims were made for),
+    /// `c`, is claimed.
+    pub(super) fn has(&self, window: &Window, place: u32, c: &Row) -> bool {
         match self {
-            Claims::Ids(ids) => ids.contains(&c.id()),
+            Claims::Ids(ids) => ids.contains(&window.id(c)),
             Claims::Places(bits) => bits[place as usize / 64] >> (place % 64) & 1 == 1,
         }
     }
 
-    /// Claims the charge at `place`, `c`.
-    pub(super) fn claim(&mut self, place: u32, c: &Row) {
+    /// Claims the charge at `place` in `window`, `c`.
+    pub(super) fn claim(&mut self, window: &Window, place: u32, c: &Row) {
         match self {
             Claims::Ids(ids) => {
-                ids.insert(c.id());
+                ids.insert(window.id(c));
             }
             Claims::Places(bits) => bits[place as usize / 64] |= 1 << (place % 64),
         }
@@ -167,7 +168,7 @@ impl Claims {
     /// Claims the charges of `lines`.
     pub(super) fn claim_all(&mut self, lines: &Lines) {
         for (place, c) in lines.rows() {
-            self.claim(place, c);
+            self.claim(&lines.window, place, c);
         }
     }
 }
@@ -245,18 +246,19 @@ mod tests {
         let given = rows_of(&charges);
         let (mut by_place, mut by_id) = (Claims::new(&distinct, 0), Claims::new(&given, 8));
         for place in [0u32, 63, 64, 127, 129] {
-            by_place.claim(place, &distinct.rows[place as usize]);
-            by_id.claim(place, &given.rows[place as usize]);
+            by_place.claim(&distinct, place, &distinct.rows[place as usize]);
+            by_id.claim(&given, place, &given.rows[place as usize]);
         }
         for place in 0..130u32 {
             let claimed = [0, 63, 64, 127, 129].contains(&place);
-            assert_eq!(by_place.has(place, &distinct.rows[place as usize]), claimed, "{place}");
-            assert_eq!(by_id.has(place, &given.rows[place as usize]), claimed, "{place}");
+            let (d, g) = (&distinct.rows[place as usize], &given.rows[place as usize]);
+            assert_eq!(by_place.has(&distinct, place, d), claimed, "{place}");
+            assert_eq!(by_id.has(&given, place, g), claimed, "{place}");
         }
         let twice = rows_of(&[charge(7, 2, 100), charge(8, 3, 100), charge(7, 2, 100)]);
         let mut claims = Claims::new(&twice, 1);
-        claims.claim(0, &twice.rows[0]);
-        assert!(claims.has(2, &twice.rows[2]));
-        assert!(!claims.has(1, &twice.rows[1]));
+        claims.claim(&twice, 0, &twice.rows[0]);
+        assert!(claims.has(&twice, 2, &twice.rows[2]));
+        assert!(!claims.has(&twice, 1, &twice.rows[1]));
     }
 }

@@ -173,12 +173,12 @@ fn scan(charges: &[Row], texts: &Texts, month: YearMonth) -> crate::Result<Scan>
     let (mut seen, mut rates) = Scan::default();
     for c in charges {
         seen.add(c, texts);
-        if c.billing_period == month && c.is_spend() && c.billed_cost > Decimal::ZERO {
+        if c.billing_period == month && c.is_spend() && c.billed_cost() > Decimal::ZERO {
             // An empty resource id is no resource.
             let resource = c.resource_id.filter(|&r| !texts.get(r).is_empty());
             let key = (c.platform, resource, c.category, c.currency);
             let rate = rates.entry(key).or_insert((Decimal::ZERO, 0, c.charge_end, 0));
-            rate.0 = crate::money::add(rate.0, c.billed_cost, "a resource's spend")?;
+            rate.0 = crate::money::add(rate.0, c.billed_cost(), "a resource's spend")?;
             rate.1 += (c.charge_end - c.charge_start).num_seconds();
             rate.2 = rate.2.max(c.charge_end);
             rate.3 += 1;
@@ -370,7 +370,7 @@ pub fn audit_rows(
     for (i, findings) in found.into_iter().enumerate() {
         let last = i + 1 == rules_found;
         for mut finding in findings {
-            finding.charges.retain(|place, c| !claimed.has(place, c));
+            finding.charges.retain(|place, c| !claimed.has(window, place, c));
             finding.amount =
                 crate::money::sum(finding.charges.wasted(), "a finding's wasted money")?;
             if finding.charges.is_empty() || finding.amount < config.waste.min_amount {
@@ -467,7 +467,7 @@ mod tests {
         let mut trimmed = Window::default();
         let keep =
             |r: &Row, _: Option<&_>| r.billing_period == may || r.category == Category::Compute;
-        trimmed.append_keeping(rows, Vec::new(), &texts, &keep).unwrap();
+        trimmed.append_keeping(rows, Default::default(), &texts, &keep).unwrap();
         assert_eq!((trimmed.rows.len(), trimmed.left_out.rows), (3, 2));
 
         let (config, platforms) = (Config::default(), Platforms::default());

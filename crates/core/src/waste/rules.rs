@@ -22,12 +22,12 @@ fn prorated(c: &Row, spans: &[Span]) -> Result<Decimal> {
     let duration = (c.charge_end - c.charge_start).num_seconds();
     if duration <= 0 {
         let inside = spans.iter().any(|&(s, e)| c.charge_start >= s && c.charge_start < e);
-        return Ok(if inside { c.billed_cost } else { Decimal::ZERO });
+        return Ok(if inside { c.billed_cost() } else { Decimal::ZERO });
     }
     Ok(match overlap_seconds((c.charge_start, c.charge_end), spans) {
         0 => Decimal::ZERO,
-        o if o >= duration => c.billed_cost,
-        o => share_of(c.billed_cost, Decimal::from(o), Decimal::from(duration))?,
+        o if o >= duration => c.billed_cost(),
+        o => share_of(c.billed_cost(), Decimal::from(o), Decimal::from(duration))?,
     })
 }
 
@@ -177,7 +177,7 @@ fn while_off(
     let grace = Duration::hours(i64::from(grace_hours));
     let mut off: rustc_hash::FxHashMap<&str, Vec<Span>> = Default::default();
     for c in ctx.in_month() {
-        if !categories.contains(&c.category) || c.billed_cost <= Decimal::ZERO {
+        if !categories.contains(&c.category) || c.billed_cost() <= Decimal::ZERO {
             continue;
         }
         let Some(instance) = ctx.opt(c.instance_id) else { continue };
@@ -257,7 +257,7 @@ impl Rule for UnattachedStorage {
         // Rows come by the million, instances by the thousand.
         let mut ran: HashMap<(Sym, Sym), bool> = HashMap::default();
         for c in ctx.in_month() {
-            if !storage.contains(&c.category) || c.billed_cost <= Decimal::ZERO {
+            if !storage.contains(&c.category) || c.billed_cost() <= Decimal::ZERO {
                 continue;
             }
             let released = match c.instance_id {
@@ -267,7 +267,7 @@ impl Rule for UnattachedStorage {
                     .or_insert_with(|| ctx.ran_recently(ctx.text(c.platform), ctx.text(i))),
             };
             if released {
-                drafts.add(ctx, c, c.billed_cost, (c.charge_start, c.charge_end));
+                drafts.add(ctx, c, c.billed_cost(), (c.charge_start, c.charge_end));
             }
         }
         let lookback = ctx.config.waste.lookback_days;
@@ -301,7 +301,7 @@ impl Rule for StaleSnapshot {
         let age = Duration::days(i64::from(n));
         let mut drafts = Drafts::default();
         for c in ctx.in_month() {
-            if c.category != Category::Snapshot || c.billed_cost <= Decimal::ZERO {
+            if c.category != Category::Snapshot || c.billed_cost() <= Decimal::ZERO {
                 continue;
             }
             let first = ctx
@@ -370,14 +370,14 @@ impl OnDemandOverSubscription {
             let plan = c.category == Category::Compute
                 && c.kind == Kind::Purchase
                 && c.pricing == Pricing::Subscription
-                && c.billed_cost > Decimal::ZERO;
+                && c.billed_cost() > Decimal::ZERO;
             let Some(days) = plan.then(|| plan_days(ctx, c)).flatten() else { continue };
             let Some(gpu) = model(ctx, c) else { continue };
             let entry = seen
                 .entry((ctx.text(c.platform).to_owned(), gpu, ctx.text(c.currency).to_owned()))
                 .or_default();
             let (slot, per) = if days >= 28 { (&mut entry.0, 30) } else { (&mut entry.1, 7) };
-            let price = share_of(c.billed_cost, Decimal::from(per), Decimal::from(days))?;
+            let price = share_of(c.billed_cost(), Decimal::from(per), Decimal::from(days))?;
             *slot = Some(slot.map_or(price, |p: Decimal| p.min(price)));
         }
         Ok(seen)
@@ -433,7 +433,7 @@ impl Rule for OnDemandOverSubscription {
             let on_demand = c.category == Category::Compute
                 && c.kind == Kind::Usage
                 && c.pricing == Pricing::OnDemand
-                && c.billed_cost > Decimal::ZERO;
+                && c.billed_cost() > Decimal::ZERO;
             if let (true, Some(i)) = (on_demand, c.instance_id) {
                 by_instance.entry((c.platform, i, c.currency)).or_default().push(c);
             }
@@ -460,8 +460,10 @@ impl Rule for OnDemandOverSubscription {
             let Some((best, plan)) = options.into_iter().flatten().min_by_key(|o| o.0) else {
                 continue;
             };
-            let on_demand =
-                money::sum(charges.iter().map(|c| c.billed_cost), "an instance's on-demand cost")?;
+            let on_demand = money::sum(
+                charges.iter().map(|c| c.billed_cost()),
+                "an instance's on-demand cost",
+            )?;
             let savings = money::sub(on_demand, best, "the savings of a plan")?;
             if savings <= Decimal::ZERO {
                 continue;
@@ -471,7 +473,7 @@ impl Rule for OnDemandOverSubscription {
                     / 3600;
             let mut drafts = Drafts::default();
             for c in &charges {
-                let share = share_of(c.billed_cost, savings, on_demand)?;
+                let share = share_of(c.billed_cost(), savings, on_demand)?;
                 drafts.add(ctx, c, share, (c.charge_start, c.charge_end));
             }
             let projection = if active_days > 0 {
@@ -519,8 +521,8 @@ impl Rule for TrafficHeavy {
         for c in ctx.in_month() {
             let Some(i) = c.instance_id else { continue };
             let entry = cost.entry((c.platform, i, c.currency)).or_default();
-            entry.0 = money::add(entry.0, c.billed_cost, "an instance's cost")?;
-            if c.category == Category::Traffic && c.billed_cost > Decimal::ZERO {
+            entry.0 = money::add(entry.0, c.billed_cost(), "an instance's cost")?;
+            if c.category == Category::Traffic && c.billed_cost() > Decimal::ZERO {
                 entry.1.push(c);
             }
         }
@@ -528,7 +530,8 @@ impl Rule for TrafficHeavy {
         let texts = |k: &(Sym, Sym, Sym)| (ctx.text(k.0), ctx.text(k.1), ctx.text(k.2));
         for (key, (total, traffic)) in in_text_order(cost, texts) {
             let instance = ctx.text(key.1);
-            let spent = money::sum(traffic.iter().map(|c| c.billed_cost), "an instance's traffic")?;
+            let spent =
+                money::sum(traffic.iter().map(|c| c.billed_cost()), "an instance's traffic")?;
             let allowed = money::mul(share, total, "an instance's traffic allowance")?;
             let excess = money::sub(spent, allowed, "an instance's excess traffic")?;
             if total <= Decimal::ZERO || excess <= Decimal::ZERO {
@@ -539,7 +542,7 @@ impl Rule for TrafficHeavy {
                 drafts.add(
                     ctx,
                     c,
-                    share_of(c.billed_cost, excess, spent)?,
+                    share_of(c.billed_cost(), excess, spent)?,
                     (c.charge_start, c.charge_end),
                 );
             }
