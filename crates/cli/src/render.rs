@@ -1,6 +1,7 @@
 //! Output: tables for people, CSV/JSON/Markdown for machines. Writes treat a closed pipe as
 //! success (`gpuaudit summary | head` is not an error).
 
+use std::borrow::Cow;
 use std::io::Write;
 
 use clap::ValueEnum;
@@ -180,17 +181,24 @@ pub fn csv_to<R: AsRef<[String]>>(
     let mut w = csv::Writer::from_writer(out);
     w.write_record(header)?;
     for row in rows {
-        w.write_record(row.as_ref().iter().map(|c| formula_safe(c)))?;
+        w.write_record(row.as_ref().iter().map(|c| match formula_safe(c) {
+            Cow::Borrowed(c) => Cow::Borrowed(c.as_bytes()),
+            Cow::Owned(c) => Cow::Owned(c.into_bytes()),
+        }))?;
     }
     w.flush()
 }
 
-fn formula_safe(cell: &str) -> String {
-    let numeric = cell.parse::<rust_decimal::Decimal>().is_ok();
-    if !numeric && cell.starts_with(['=', '+', '-', '@', '\t', '\r']) {
-        format!("'{cell}")
+/// `cell`, quoted with a `'` if a spreadsheet would take it for a formula (and it is not a
+/// number, such as `-12.30`). Borrowed otherwise: a finding's cell of bill-line ids may be
+/// megabytes.
+fn formula_safe(cell: &str) -> Cow<'_, str> {
+    if cell.starts_with(['=', '+', '-', '@', '\t', '\r'])
+        && cell.parse::<rust_decimal::Decimal>().is_err()
+    {
+        format!("'{cell}").into()
     } else {
-        cell.to_owned()
+        cell.into()
     }
 }
 
