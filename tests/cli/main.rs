@@ -241,7 +241,10 @@ fn a_crash_before_the_commit_leaves_the_ledger_as_before() {
         assert!(!crashed.status.success(), "{failpoint}: the failpoint aborts the process");
         let after_crash = snapshot(&ledger);
         let orphans: Vec<_> = after_crash.keys().filter(|p| !before.contains_key(*p)).collect();
-        assert_eq!(orphans.len(), 2, "{failpoint}: the crash left its files: {orphans:?}");
+        // The crashed run's status and words, should it have stopped anywhere else (this
+        // once saw no orphans on a CI machine, and never since).
+        let said = format!("{:?}, stderr: {}", crashed.status, stderr(&crashed));
+        assert_eq!(orphans.len(), 2, "{failpoint}: the crash left its files: {orphans:?}; {said}");
         let mut found: Vec<bool> = orphan_under
             .iter()
             .map(|under| orphans.iter().any(|p| p.starts_with(ledger.join(under))))
