@@ -15,10 +15,13 @@ use rustc_hash::{FxHashMap as HashMap, FxHashSet as HashSet};
 use std::num::NonZeroU32;
 use std::sync::Arc;
 
-use chrono::{DateTime, Utc};
 use rust_decimal::Decimal;
 
 use crate::charge::{Category, Charge, ChargeId, Kind, Pricing, YearMonth};
+
+#[path = "window_micros.rs"]
+mod micros;
+pub use micros::Micros;
 
 /// A text of a window: its index in the window's [`Texts`] (four bytes; `Option<Sym>` too).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -185,9 +188,9 @@ pub struct Row {
     /// Billing period.
     pub billing_period: YearMonth,
     /// Start of the time paid for (UTC, inclusive).
-    pub charge_start: DateTime<Utc>,
+    pub charge_start: Micros,
     /// End of the time paid for (UTC, exclusive).
-    pub charge_end: DateTime<Utc>,
+    pub charge_end: Micros,
     /// The resource charged.
     pub resource_id: Option<Sym>,
     /// The instance it belongs to.
@@ -274,9 +277,9 @@ fn id_words(id: ChargeId) -> [u64; 2] {
 #[derive(Debug, Default, Clone)]
 pub struct LeftOut {
     /// Per platform: the earliest start and the latest end of its rows left out.
-    pub spans: HashMap<Sym, (DateTime<Utc>, DateTime<Utc>)>,
+    pub spans: HashMap<Sym, (Micros, Micros)>,
     /// Per platform and resource (never an empty id): the earliest start of its rows left out.
-    pub first_seen: HashMap<(Sym, Sym), DateTime<Utc>>,
+    pub first_seen: HashMap<(Sym, Sym), Micros>,
     /// How many rows were left out.
     pub rows: u64,
 }
@@ -496,8 +499,8 @@ pub fn row_of(c: &Charge, texts: &mut Texts) -> Row {
         platform: texts.sym(&c.platform),
         account: texts.sym_opt(c.account.as_deref()),
         billing_period: c.billing_period,
-        charge_start: c.charge_start,
-        charge_end: c.charge_end,
+        charge_start: Micros::of(c.charge_start),
+        charge_end: Micros::of(c.charge_end),
         resource_id: texts.sym_opt(c.resource_id.as_deref()),
         instance_id: texts.sym_opt(c.instance_id.as_deref()),
         category: c.category,

@@ -327,12 +327,39 @@ impl<'a> Read<'a> {
         }
     }
 
+    /// [`Read::time`] as a window's rows keep it: the same instants, checked the same way,
+    /// not made into `DateTime`s.
+    pub(super) fn micros(&self, name: &str) -> Result<Vec<crate::window::Micros>, String> {
+        match self.values(name)? {
+            Values::Instants(v) => {
+                let range = instants();
+                let mut out = Vec::with_capacity(v.len());
+                for &v in v {
+                    match v {
+                        Some(micros) if range.contains(&micros) => {
+                            out.push(crate::window::Micros(micros))
+                        }
+                        _ => return Err(format!("{name}: missing or invalid instant")),
+                    }
+                }
+                Ok(out)
+            }
+            _ => Err(format!("column {name} is not an instant")),
+        }
+    }
+
     pub(super) fn int(&self, name: &str) -> Result<&[Option<i64>], String> {
         match self.values(name)? {
             Values::Ints(v) => Ok(v),
             _ => Err(format!("column {name} is not an integer")),
         }
     }
+}
+
+/// The microseconds since the epoch that are instants: exactly those
+/// `DateTime::from_timestamp_micros` takes.
+pub(super) fn instants() -> std::ops::RangeInclusive<i64> {
+    DateTime::<Utc>::MIN_UTC.timestamp_micros()..=DateTime::<Utc>::MAX_UTC.timestamp_micros()
 }
 
 /// Microseconds since the epoch as instants, exactly as [`DateTime::from_timestamp_micros`]

@@ -149,7 +149,17 @@ fn instants_made_a_day_at_a_time_are_chrono_s() {
         values.push(if x.is_multiple_of(7) { x as i64 } else { near });
     }
     let mut days = super::Days::default();
+    let min = chrono::DateTime::<chrono::Utc>::MIN_UTC.timestamp_micros();
+    let max = chrono::DateTime::<chrono::Utc>::MAX_UTC.timestamp_micros();
+    values.extend([min, min - 1, max, max + 1]);
     for v in values {
-        assert_eq!(days.instant(v), chrono::DateTime::from_timestamp_micros(v), "{v}");
+        let want = chrono::DateTime::from_timestamp_micros(v);
+        assert_eq!(days.instant(v), want, "{v}");
+        // A window's rows take the same instants, and give them back.
+        assert_eq!(super::instants().contains(&v), want.is_some(), "{v}");
+        if let Some(t) = want {
+            let m = crate::window::Micros(v);
+            assert_eq!((m.time(), crate::window::Micros::of(t)), (t, m), "{v}");
+        }
     }
 }

@@ -99,7 +99,7 @@ pub(crate) fn rows_from_frame(df: &DataFrame, wanted: Wanted) -> Result<PartRows
     let mapped_type =
         |c: &&schema::Column| matches!(c.type_, Type::Text | Type::Enum(_) | Type::Month);
     let r = Read::of(df, row_columns(wanted).filter(|c| !mapped_type(c)))?;
-    let (start, end) = (r.time("charge_start")?, r.time("charge_end")?);
+    let (start, end) = (r.micros("charge_start")?, r.micros("charge_end")?);
     let period = mapped(df, "billing_period", str::parse::<crate::charge::YearMonth>)?;
     let category = mapped(df, "category", str::parse::<crate::charge::Category>)?;
     let kind = mapped(df, "kind", str::parse::<crate::charge::Kind>)?;

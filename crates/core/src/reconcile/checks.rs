@@ -11,7 +11,7 @@ use crate::charge::{Category, Kind, Pricing};
 use crate::error::Result;
 use crate::money;
 use crate::report::{duration_text, money_text};
-use crate::window::{Row, Sym, in_text_order};
+use crate::window::{Micros, Row, Sym, in_text_order};
 use rustc_hash::FxHashMap as HashMap;
 
 fn line(ctx: &Context<'_>, c: &Row) -> Line {
@@ -123,7 +123,7 @@ impl Check for DoubleCharge {
                 if let Some(prev) = latest.filter(|p| c.charge_start < p.charge_end) {
                     let start = c.charge_start;
                     let end = c.charge_end.min(prev.charge_end);
-                    let mut d = base(ctx, self, c, span_text(start, end));
+                    let mut d = base(ctx, self, c, span_text(start.time(), end.time()));
                     d.expected = prev.billed_cost();
                     d.actual = money::add(prev.billed_cost(), c.billed_cost(), "a double charge")?;
                     d.difference = c.billed_cost();
@@ -183,7 +183,8 @@ impl Check for CoverageGap {
             for c in sorted.into_iter().skip(1) {
                 let gap = c.charge_start - covered_to;
                 if gap >= usual {
-                    let mut d = base(ctx, self, c, span_text(covered_to, c.charge_start));
+                    let mut d =
+                        base(ctx, self, c, span_text(covered_to.time(), c.charge_start.time()));
                     let span = c.charge_end - before.charge_start;
                     d.measure = Measure::Hours;
                     d.expected = hours(span);
@@ -440,7 +441,9 @@ impl Check for PeriodMismatch {
         for c in ctx.in_month() {
             let (start, end) =
                 *periods.entry((c.platform, c.billing_period)).or_insert_with(|| {
-                    c.billing_period.span(ctx.input.platforms.zone(ctx.text(c.platform)))
+                    let span =
+                        c.billing_period.span(ctx.input.platforms.zone(ctx.text(c.platform)));
+                    (Micros::of(span.0), Micros::of(span.1))
                 });
             let before =
                 c.charge_end < start || (c.charge_end == start && c.charge_end > c.charge_start);
@@ -459,7 +462,7 @@ impl Check for PeriodMismatch {
             d.detail = format!(
                 "billed in {} for {}: a late charge or a correction",
                 c.billing_period,
-                span_text(c.charge_start, c.charge_end)
+                span_text(c.charge_start.time(), c.charge_end.time())
             );
             out.push(d);
         }

@@ -44,7 +44,7 @@ pub use timeline::{Span, Timeline};
 use crate::charge::{Category, YearMonth};
 use crate::config::Config;
 use crate::platforms::Platforms;
-use crate::window::{LeftOut, Row, Sym, Texts, Window};
+use crate::window::{LeftOut, Micros, Row, Sym, Texts, Window};
 
 /// How much a finding matters.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
@@ -136,7 +136,7 @@ pub static RULES: &[&dyn Rule] = &[
 
 /// A resource's spend in the month: billed, seconds billed, end of its last charge, and the
 /// number of its charges (what a finding on it may rest on at most, to size its list once).
-type Rate = (Decimal, i64, DateTime<Utc>, usize);
+type Rate = (Decimal, i64, Micros, usize);
 
 /// What the rules see: the charges, the month, the configuration, and what is derived from
 /// the charges once (timelines, knowledge spans, first sightings, resource rates).
@@ -156,7 +156,7 @@ pub struct Context<'a> {
     pub config: &'a Config,
     timelines: HashMap<(&'a str, &'a str), Timeline>,
     known: HashMap<&'a str, Span>,
-    first_seen: HashMap<(&'a str, &'a str), DateTime<Utc>>,
+    first_seen: HashMap<(&'a str, &'a str), Micros>,
     rates: HashMap<(&'a str, &'a str, Category, &'a str), Rate>,
     /// The month cut in each platform's zone, for the platforms of the charges.
     month_spans: HashMap<&'a str, Span>,
@@ -220,7 +220,8 @@ impl<'a> Context<'a> {
                 ((texts.get(p), texts.opt(r).unwrap_or(""), category, texts.get(cur)), rate)
             })
             .collect();
-        let month_spans = known.keys().map(|&p| (p, month.span(platforms.zone(p)))).collect();
+        let month_spans =
+            known.keys().map(|&p| (p, micros(month.span(platforms.zone(p))))).collect();
         Ok(Context {
             charges,
             texts,
@@ -287,7 +288,7 @@ impl<'a> Context<'a> {
     pub fn month_span(&self, platform: &str) -> Span {
         match self.month_spans.get(platform) {
             Some(&span) => span,
-            None => self.month.span(self.zone(platform)),
+            None => micros(self.month.span(self.zone(platform))),
         }
     }
 
@@ -302,7 +303,7 @@ impl<'a> Context<'a> {
     }
 
     /// When a resource was first charged among the charges given.
-    pub fn first_seen(&self, platform: &'a str, resource: &'a str) -> Option<DateTime<Utc>> {
+    pub fn first_seen(&self, platform: &'a str, resource: &'a str) -> Option<Micros> {
         self.first_seen.get(&(platform, resource)).copied()
     }
 
@@ -312,6 +313,11 @@ impl<'a> Context<'a> {
         let from = start - Duration::days(i64::from(self.config.waste.lookback_days));
         self.timeline(platform, instance).is_some_and(|t| t.ran_within(from, end))
     }
+}
+
+/// `span` as rows keep instants.
+fn micros((start, end): (DateTime<Utc>, DateTime<Utc>)) -> Span {
+    (Micros::of(start), Micros::of(end))
 }
 
 /// Runs every rule of [`RULES`], cutting the built-in profiles' platforms in their zones (see
@@ -474,9 +480,9 @@ mod tests {
         let a = Context::new(&whole, may, &config, &platforms).unwrap();
         let trimmed = Arc::new(trimmed);
         let b = Context::new(&trimmed, may, &config, &platforms).unwrap();
-        assert_eq!(a.known_span("p"), Some((at(4, 1), at(5, 11))));
+        assert_eq!(a.known_span("p"), Some((at(4, 1).into(), at(5, 11).into())));
         assert_eq!(b.known_span("p"), a.known_span("p"));
-        assert_eq!(b.first_seen("p", "snap-1"), Some(at(4, 1)));
+        assert_eq!(b.first_seen("p", "snap-1"), Some(at(4, 1).into()));
         assert_eq!(b.first_seen("p", "disk-1"), a.first_seen("p", "disk-1"));
         assert!(a.timeline("p", "vm-1").is_some_and(|t| t.covered.len() == 2));
         assert_eq!(b.timeline("p", "vm-1"), a.timeline("p", "vm-1"));

@@ -11,7 +11,7 @@ use crate::charge::{Category, Kind, Pricing};
 use crate::error::Result;
 use crate::money;
 use crate::report::money_text;
-use crate::window::{Row, Sym, in_text_order};
+use crate::window::{Micros, Row, Sym, in_text_order};
 use rustc_hash::FxHashMap as HashMap;
 
 /// Seconds in the 30-day month used for projections.
@@ -114,8 +114,8 @@ impl<'a> Drafts<'a> {
                     instance_id: ctx.opt(first.instance_id).map(str::to_owned),
                     resource_id: ctx.opt(first.resource_id).map(str::to_owned),
                     category: first.category,
-                    period_start: group.span.0,
-                    period_end: group.span.1,
+                    period_start: group.span.0.time(),
+                    period_end: group.span.1.time(),
                     amount: money::sum(wasted, "a finding's wasted money")?,
                     currency: ctx.text(first.currency).to_owned(),
                     monthly_projection: projection,
@@ -321,7 +321,7 @@ impl Rule for StaleSnapshot {
                             .map(|tl| tl.off_after_grace(known, age))
                             .unwrap_or_default()
                     }
-                    _ => vec![(old_from, DateTime::<Utc>::MAX_UTC)],
+                    _ => vec![(old_from, Micros::of(DateTime::<Utc>::MAX_UTC))],
                 };
             let spans: Vec<Span> = unused
                 .into_iter()

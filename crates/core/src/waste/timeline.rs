@@ -10,13 +10,13 @@
 
 use rustc_hash::FxHashMap as HashMap;
 
-use chrono::{DateTime, Duration, Utc};
+use chrono::Duration;
 
 use crate::charge::{Category, Kind};
-use crate::window::{Row, Sym, Texts};
+use crate::window::{Micros, Row, Sym, Texts};
 
-/// A half-open span of time `[start, end)`.
-pub type Span = (DateTime<Utc>, DateTime<Utc>);
+/// A half-open span of time `[start, end)`, as rows keep instants ([`Micros`]).
+pub type Span = (Micros, Micros);
 
 /// The merged compute coverage of one instance, sorted.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -24,12 +24,12 @@ pub struct Timeline {
     /// Disjoint spans in which compute was paid for, in order.
     pub covered: Vec<Span>,
     /// Instants of compute charges without a duration, in order.
-    pub seen: Vec<DateTime<Utc>>,
+    pub seen: Vec<Micros>,
 }
 
 impl Timeline {
     /// Whether any coverage touches `[from, to)`, or compute was seen in it.
-    pub fn ran_within(&self, from: DateTime<Utc>, to: DateTime<Utc>) -> bool {
+    pub fn ran_within(&self, from: Micros, to: Micros) -> bool {
         self.covered.iter().any(|&(s, e)| s < to && e > from)
             || self.seen.iter().any(|&t| t >= from && t < to)
     }
@@ -74,7 +74,7 @@ impl Timeline {
 /// Timelines of every instance, keyed by (platform, instance id).
 pub fn build<'a>(charges: &[Row], texts: &'a Texts) -> HashMap<(&'a str, &'a str), Timeline> {
     /// An instance's compute: spans paid for, and instants seen.
-    type Compute = (Vec<Span>, Vec<DateTime<Utc>>);
+    type Compute = (Vec<Span>, Vec<Micros>);
     // By syms while the rows are read, by texts after.
     let mut spans: HashMap<(Sym, Sym), Compute> = HashMap::default();
     for c in charges {
@@ -116,8 +116,8 @@ mod tests {
     use super::*;
     use chrono::TimeZone;
 
-    fn t(d: u32, h: u32) -> DateTime<Utc> {
-        Utc.with_ymd_and_hms(2024, 5, d, h, 0, 0).unwrap()
+    fn t(d: u32, h: u32) -> Micros {
+        Micros::of(chrono::Utc.with_ymd_and_hms(2024, 5, d, h, 0, 0).unwrap())
     }
 
     #[test]
