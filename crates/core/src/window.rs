@@ -232,6 +232,12 @@ impl Row {
         Decimal::deserialize(bytes)
     }
 
+    /// Whether the billed cost is more than zero: `billed_cost() > 0`, read from how the row
+    /// keeps it (the rules ask it of every row).
+    pub fn billed_positive(&self) -> bool {
+        self.cost_flags >> 7 == 0 && self.cost != [0, 0, 0]
+    }
+
     /// Sets the billed cost (see [`Row::billed_cost`]).
     pub fn set_billed_cost(&mut self, d: Decimal) {
         (self.cost, self.cost_flags) = packed(d);

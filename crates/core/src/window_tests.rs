@@ -42,6 +42,7 @@ fn amounts_keep_every_decimal_exactly_and_their_absence() {
     for (r, c) in window.rows.iter().zip(&charges) {
         assert_eq!(window.id(r), c.id);
         let got = r.billed_cost();
+        assert_eq!(r.billed_positive(), c.billed_cost > Decimal::ZERO, "{}", c.billed_cost);
         assert_eq!(
             (got.to_string(), got.is_sign_negative()),
             (c.billed_cost.to_string(), c.billed_cost.is_sign_negative())

@@ -92,7 +92,7 @@ impl Rates {
             if r.category == Category::Compute
                 && r.kind == Kind::Purchase
                 && r.pricing == Pricing::Subscription
-                && r.billed_cost() > Decimal::ZERO
+                && r.billed_positive()
             {
                 rates.add_plan(r, window, config)?;
             }

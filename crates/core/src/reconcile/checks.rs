@@ -106,7 +106,7 @@ impl Check for DoubleCharge {
         type Key = (Sym, Option<Sym>, Sym, Category, Sym, Sym);
         let mut groups: HashMap<Key, Vec<&Row>> = HashMap::default();
         for c in ctx.in_month() {
-            let charged = matches!(c.kind, Kind::Usage) && c.billed_cost() > Decimal::ZERO;
+            let charged = matches!(c.kind, Kind::Usage) && c.billed_positive();
             if let (true, Some(r)) = (charged && c.charge_end > c.charge_start, c.resource_id) {
                 let key = (c.platform, c.account, r, c.category, c.origin.item, c.currency);
                 groups.entry(key).or_default().push(c);

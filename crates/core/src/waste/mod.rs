@@ -173,7 +173,7 @@ fn scan(charges: &[Row], texts: &Texts, month: YearMonth) -> crate::Result<Scan>
     let (mut seen, mut rates) = Scan::default();
     for c in charges {
         seen.add(c, texts);
-        if c.billing_period == month && c.is_spend() && c.billed_cost() > Decimal::ZERO {
+        if c.billing_period == month && c.is_spend() && c.billed_positive() {
             // An empty resource id is no resource.
             let resource = c.resource_id.filter(|&r| !texts.get(r).is_empty());
             let key = (c.platform, resource, c.category, c.currency);

@@ -177,7 +177,7 @@ fn while_off(
     let grace = Duration::hours(i64::from(grace_hours));
     let mut off: rustc_hash::FxHashMap<&str, Vec<Span>> = Default::default();
     for c in ctx.in_month() {
-        if !categories.contains(&c.category) || c.billed_cost() <= Decimal::ZERO {
+        if !categories.contains(&c.category) || !c.billed_positive() {
             continue;
         }
         let Some(instance) = ctx.opt(c.instance_id) else { continue };
@@ -257,7 +257,7 @@ impl Rule for UnattachedStorage {
         // Rows come by the million, instances by the thousand.
         let mut ran: HashMap<(Sym, Sym), bool> = HashMap::default();
         for c in ctx.in_month() {
-            if !storage.contains(&c.category) || c.billed_cost() <= Decimal::ZERO {
+            if !storage.contains(&c.category) || !c.billed_positive() {
                 continue;
             }
             let released = match c.instance_id {
@@ -301,7 +301,7 @@ impl Rule for StaleSnapshot {
         let age = Duration::days(i64::from(n));
         let mut drafts = Drafts::default();
         for c in ctx.in_month() {
-            if c.category != Category::Snapshot || c.billed_cost() <= Decimal::ZERO {
+            if c.category != Category::Snapshot || !c.billed_positive() {
                 continue;
             }
             let first = ctx
@@ -370,7 +370,7 @@ impl OnDemandOverSubscription {
             let plan = c.category == Category::Compute
                 && c.kind == Kind::Purchase
                 && c.pricing == Pricing::Subscription
-                && c.billed_cost() > Decimal::ZERO;
+                && c.billed_positive();
             let Some(days) = plan.then(|| plan_days(ctx, c)).flatten() else { continue };
             let Some(gpu) = model(ctx, c) else { continue };
             let entry = seen
@@ -433,7 +433,7 @@ impl Rule for OnDemandOverSubscription {
             let on_demand = c.category == Category::Compute
                 && c.kind == Kind::Usage
                 && c.pricing == Pricing::OnDemand
-                && c.billed_cost() > Decimal::ZERO;
+                && c.billed_positive();
             if let (true, Some(i)) = (on_demand, c.instance_id) {
                 by_instance.entry((c.platform, i, c.currency)).or_default().push(c);
             }
@@ -522,7 +522,7 @@ impl Rule for TrafficHeavy {
             let Some(i) = c.instance_id else { continue };
             let entry = cost.entry((c.platform, i, c.currency)).or_default();
             entry.0 = money::add(entry.0, c.billed_cost(), "an instance's cost")?;
-            if c.category == Category::Traffic && c.billed_cost() > Decimal::ZERO {
+            if c.category == Category::Traffic && c.billed_positive() {
                 entry.1.push(c);
             }
         }
