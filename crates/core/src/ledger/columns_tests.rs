@@ -163,3 +163,44 @@ fn instants_made_a_day_at_a_time_are_chrono_s() {
         }
     }
 }
+
+/// An instant no `DateTime` can be, in a part file's column, is refused alike by the reader
+/// of charges and by the reader of a window's rows, and an instant at either end is taken.
+#[test]
+fn an_instant_beyond_chrono_s_is_refused_by_both_readers() {
+    let mut builder = FrameBuilder::new(2);
+    for c in charges() {
+        builder.push(&c);
+    }
+    let frame = with_ids(builder.finish().unwrap(), &[1, 2]).unwrap();
+    let wanted = super::super::rows::Wanted {
+        amounts: true,
+        quantity_only: false,
+        ids: true,
+        lines: true,
+        usage: true,
+    };
+    let first = DateTime::<Utc>::MIN_UTC.timestamp_micros();
+    let last = DateTime::<Utc>::MAX_UTC.timestamp_micros();
+    for (values, ok) in [([first, last], true), ([last + 1, 0], false), ([0, first - 1], false)] {
+        let mut frame = frame.clone();
+        let column = Int64Chunked::from_vec("charge_start".into(), values.to_vec())
+            .into_datetime(TimeUnit::Microseconds, Some(TimeZone::UTC));
+        frame.replace("charge_start", column.into_series().into_column()).unwrap();
+        // As a part file holds it (its enums as texts).
+        let mut bytes = Vec::new();
+        super::super::part::write(&mut bytes, &mut frame).unwrap();
+        let frame = ParquetReader::new(std::io::Cursor::new(bytes)).finish().unwrap();
+        let charges = from_frame(&frame);
+        let rows = super::super::rows::rows_from_frame(&frame, wanted);
+        assert_eq!((charges.is_ok(), rows.is_ok()), (ok, ok), "{values:?}");
+        if let (Err(a), Err(b)) = (&charges, &rows) {
+            assert_eq!(a, b);
+            assert!(a.contains("charge_start: missing or invalid instant"), "{a}");
+        }
+        if let (Ok(charges), Ok((rows, ..))) = (charges, rows) {
+            let starts: Vec<_> = rows.iter().map(|r| r.charge_start.time()).collect();
+            assert_eq!(starts, charges.iter().map(|c| c.charge_start).collect::<Vec<_>>());
+        }
+    }
+}
