@@ -8,6 +8,18 @@
 //! [`Sym`] of its [`Window`]'s [`Texts`], where each text is kept once; it leaves out what
 //! no rule or report reads (the resource's name, the region).
 //!
+//! A row is 88 bytes (a test holds it there), the compact form DESIGN.md asks for:
+//!
+//! - texts as syms, category, kind and pricing as one-byte codes;
+//! - its instants as [`Micros`], microseconds since the epoch as the ledger keeps them,
+//!   compared and subtracted as integers;
+//! - its billed cost as the decimal's 96-bit mantissa and a byte of sign and scale
+//!   ([`Row::billed_cost`] gives it back exactly, digits and scale as read): not a fixed
+//!   scale, since a bill's figures carry their own and outputs print them as given;
+//! - its id and its four optional amounts beside it, in the window ([`Window::id`],
+//!   [`Window::amounts`]): only the evidence a finding shows reads an id, a store reads ids
+//!   for the audited month only, and the waste rules read no amount.
+//!
 //! This module owns the row and its texts; it must not know where rows come from (the ledger
 //! reads them from its columns, [`rows_of`] makes them from charges).
 
