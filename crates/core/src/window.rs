@@ -219,7 +219,8 @@ pub struct Row {
     pub gpu_count: Option<u16>,
     /// Unit of the quantity.
     pub unit: Option<Sym>,
-    /// The row's place in its window, where its [`Amounts`] are ([`Window::amounts`]).
+    /// The row's place in its window, where its [`Amounts`] and id are ([`Window::amounts`],
+    /// [`Window::id`]).
     pub(crate) pos: u32,
     /// Billed cost's 96-bit mantissa, low word first (see [`Row::billed_cost`]).
     pub(crate) cost: [u32; 3],
