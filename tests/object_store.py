@@ -58,15 +58,35 @@ def free_port():
         return s.getsockname()[1]
 
 
+# moto_server, with its create-only puts made atomic. moto checks `If-None-Match: *` and then
+# stores the object: two steps, between which another request can come on its threaded
+# server, so two create-only puts of one key could both succeed, the second replacing the
+# first. S3 never lets that happen, and the ledger's commit point rests on it: eight importers
+# at once on moto lost two commits in a CI run (each importer told it had committed, and the
+# summary missed their bills). Object writes are taken one at a time here (reads stay
+# side by side), so the check and the put are one step, as on S3.
+MOTO_SERVER = """
+import functools, sys, threading
+from moto.s3.responses import S3Response
+lock = threading.Lock()
+for name in ("put_object", "_key_response_post"):
+    def locked(self, *args, _method=getattr(S3Response, name), **kwargs):
+        with lock:
+            return _method(self, *args, **kwargs)
+    setattr(S3Response, name, functools.wraps(getattr(S3Response, name))(locked))
+from moto.server import main
+main(sys.argv[1:])
+"""
+
+
 class Moto:
-    """moto's S3 server on 127.0.0.1, stopped on exit."""
+    """moto's S3 server on 127.0.0.1 (`MOTO_SERVER`), stopped on exit."""
 
     def __init__(self, work):
         self.port = free_port()
-        server = Path(sys.executable).parent / "moto_server"
         self.log = open(work / "moto.log", "wb")
         self.proc = subprocess.Popen(
-            [str(server), "-H", "127.0.0.1", "-p", str(self.port)],
+            [sys.executable, "-c", MOTO_SERVER, "-H", "127.0.0.1", "-p", str(self.port)],
             stdout=self.log,
             stderr=subprocess.STDOUT,
         )
