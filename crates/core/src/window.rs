@@ -126,11 +126,9 @@ impl Amounts {
         let mut out = Amounts::default();
         for (i, value) in values.iter().enumerate() {
             let Some(d) = value else { continue };
-            // Flags, then the mantissa's low, middle and high words, little-endian.
-            let b = d.serialize();
-            let word = |k: usize| u32::from_le_bytes([b[k], b[k + 1], b[k + 2], b[k + 3]]);
-            out.mantissas[i] = [word(4), word(8), word(12)];
-            let meta = 1 | (u32::from(d.is_sign_negative()) << 1) | (d.scale() << 2);
+            let (mantissa, negative, scale) = parts_of(*d);
+            out.mantissas[i] = mantissa;
+            let meta = 1 | (u32::from(negative) << 1) | (scale << 2);
             out.meta |= meta << (7 * i);
         }
         out
@@ -161,17 +159,27 @@ impl Amounts {
         if meta & 1 == 0 {
             return None;
         }
-        // The bytes `Decimal::serialize` gave (a zero keeps its sign, as `from_parts` would not).
-        let flags = ((meta >> 2) << 16) | (u32::from(meta & 2 != 0) << 31);
-        let mut bytes = [0u8; 16];
-        for (k, word) in [flags, self.mantissas[i][0], self.mantissas[i][1], self.mantissas[i][2]]
-            .iter()
-            .enumerate()
-        {
-            bytes[4 * k..4 * k + 4].copy_from_slice(&word.to_le_bytes());
-        }
-        Some(Decimal::deserialize(bytes))
+        Some(decimal_of(self.mantissas[i], meta & 2 != 0, meta >> 2))
     }
+}
+
+/// `d` as a window keeps a figure: its 96-bit mantissa as three words (low first), its sign
+/// and its scale, exactly as `Decimal::serialize` gives them.
+fn parts_of(d: Decimal) -> ([u32; 3], bool, u32) {
+    let b = d.serialize();
+    let word = |k: usize| u32::from_le_bytes([b[k], b[k + 1], b[k + 2], b[k + 3]]);
+    ([word(4), word(8), word(12)], d.is_sign_negative(), d.scale())
+}
+
+/// The decimal of [`parts_of`], digits, scale and sign (a zero keeps its sign, as
+/// `Decimal::from_parts` would not).
+fn decimal_of(mantissa: [u32; 3], negative: bool, scale: u32) -> Decimal {
+    let flags = (scale << 16) | (u32::from(negative) << 31);
+    let mut bytes = [0u8; 16];
+    for (k, word) in [flags, mantissa[0], mantissa[1], mantissa[2]].iter().enumerate() {
+        bytes[4 * k..4 * k + 4].copy_from_slice(&word.to_le_bytes());
+    }
+    Decimal::deserialize(bytes)
 }
 
 /// How a window keeps a row's [`Amounts`]: each mantissa's low 64 bits and the meta word,
@@ -235,14 +243,7 @@ pub struct Row {
 impl Row {
     /// Billed cost, exactly as it was given (the same digits and scale; a negative zero too).
     pub fn billed_cost(&self) -> Decimal {
-        let [lo, mid, hi] = self.cost;
-        let flags =
-            (u32::from(self.cost_flags & 0x1f) << 16) | (u32::from(self.cost_flags >> 7) << 31);
-        let mut bytes = [0u8; 16];
-        for (k, word) in [flags, lo, mid, hi].iter().enumerate() {
-            bytes[4 * k..4 * k + 4].copy_from_slice(&word.to_le_bytes());
-        }
-        Decimal::deserialize(bytes)
+        decimal_of(self.cost, self.cost_flags >> 7 != 0, u32::from(self.cost_flags & 0x1f))
     }
 
     /// Whether the billed cost is more than zero: `billed_cost() > 0`, read from how the row
@@ -279,11 +280,8 @@ impl Row {
 
 /// `d` as a [`Row`] keeps it: its mantissa's three words, and its sign and scale in a byte.
 pub(crate) fn packed(d: Decimal) -> ([u32; 3], u8) {
-    // Flags, then the mantissa's low, middle and high words, little-endian.
-    let b = d.serialize();
-    let word = |k: usize| u32::from_le_bytes([b[k], b[k + 1], b[k + 2], b[k + 3]]);
-    let flags = (u8::from(d.is_sign_negative()) << 7) | (d.scale() as u8 & 0x1f);
-    ([word(4), word(8), word(12)], flags)
+    let (mantissa, negative, scale) = parts_of(d);
+    (mantissa, (u8::from(negative) << 7) | (scale as u8 & 0x1f))
 }
 
 /// `id` as a window keeps it, two words (a `u128` would align its vector to 16 bytes).

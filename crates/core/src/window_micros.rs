@@ -22,6 +22,11 @@ impl Micros {
         Micros(t.timestamp_micros())
     }
 
+    /// `span` of chrono's instants as a row keeps them (see [`Micros::of`]).
+    pub fn span((start, end): (DateTime<Utc>, DateTime<Utc>)) -> (Micros, Micros) {
+        (Micros::of(start), Micros::of(end))
+    }
+
     /// The instant, as chrono's: the first or last `DateTime<Utc>` for one beyond them
     /// ([`Micros::MIN`], [`Micros::MAX`]).
     pub fn time(self) -> DateTime<Utc> {

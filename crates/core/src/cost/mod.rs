@@ -258,8 +258,7 @@ fn instance_lines(
         let (platform, currency) = (texts.get(platform_sym), texts.get(currency));
         let instance = texts.opt(instance);
         let note = instance.and_then(|i| config.note_of(platform, i));
-        let (start, end) = month.span(platforms.zone(platform));
-        let month_span = (crate::window::Micros::of(start), crate::window::Micros::of(end));
+        let month_span = crate::window::Micros::span(month.span(platforms.zone(platform)));
         let known = known.iter().find(|(p, _)| *p == platform_sym).map(|(_, s)| *s);
         let within = clip(month_span, known.unwrap_or(month_span));
         let gpu_model = texts

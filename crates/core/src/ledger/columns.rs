@@ -311,24 +311,17 @@ impl<'a> Read<'a> {
         }
     }
 
+    /// Instant column `name` as chrono's instants: those of [`Read::micros`], each one a
+    /// `DateTime` can be, made a day at a time ([`Days`]).
     pub(super) fn time(&self, name: &str) -> Result<Vec<DateTime<Utc>>, String> {
-        match self.values(name)? {
-            Values::Instants(v) => {
-                // Pushed into room for them all: a `Result`'s collect grows as it goes.
-                let mut out = Vec::with_capacity(v.len());
-                let mut days = Days::default();
-                for v in v {
-                    let t = v.and_then(|micros| days.instant(micros));
-                    out.push(t.ok_or_else(|| format!("{name}: missing or invalid instant"))?);
-                }
-                Ok(out)
-            }
-            _ => Err(format!("column {name} is not an instant")),
-        }
+        let mut days = Days::default();
+        let instant = |m: crate::window::Micros| days.instant(m.0).unwrap_or_default();
+        Ok(self.micros(name)?.into_iter().map(instant).collect())
     }
 
-    /// [`Read::time`] as a window's rows keep it: the same instants, checked the same way,
-    /// not made into `DateTime`s.
+    /// Instant column `name` as a window's rows keep it: each value must be one of
+    /// [`instants`] (what `DateTime::from_timestamp_micros` takes), else the column is
+    /// refused.
     pub(super) fn micros(&self, name: &str) -> Result<Vec<crate::window::Micros>, String> {
         match self.values(name)? {
             Values::Instants(v) => {

@@ -441,9 +441,8 @@ impl Check for PeriodMismatch {
         for c in ctx.in_month() {
             let (start, end) =
                 *periods.entry((c.platform, c.billing_period)).or_insert_with(|| {
-                    let span =
-                        c.billing_period.span(ctx.input.platforms.zone(ctx.text(c.platform)));
-                    (Micros::of(span.0), Micros::of(span.1))
+                    let zone = ctx.input.platforms.zone(ctx.text(c.platform));
+                    Micros::span(c.billing_period.span(zone))
                 });
             let before =
                 c.charge_end < start || (c.charge_end == start && c.charge_end > c.charge_start);

@@ -221,7 +221,7 @@ impl<'a> Context<'a> {
             })
             .collect();
         let month_spans =
-            known.keys().map(|&p| (p, micros(month.span(platforms.zone(p))))).collect();
+            known.keys().map(|&p| (p, Micros::span(month.span(platforms.zone(p))))).collect();
         Ok(Context {
             charges,
             texts,
@@ -288,7 +288,7 @@ impl<'a> Context<'a> {
     pub fn month_span(&self, platform: &str) -> Span {
         match self.month_spans.get(platform) {
             Some(&span) => span,
-            None => micros(self.month.span(self.zone(platform))),
+            None => Micros::span(self.month.span(self.zone(platform))),
         }
     }
 
@@ -313,11 +313,6 @@ impl<'a> Context<'a> {
         let from = start - Duration::days(i64::from(self.config.waste.lookback_days));
         self.timeline(platform, instance).is_some_and(|t| t.ran_within(from, end))
     }
-}
-
-/// `span` as rows keep instants.
-fn micros((start, end): (DateTime<Utc>, DateTime<Utc>)) -> Span {
-    (Micros::of(start), Micros::of(end))
 }
 
 /// Runs every rule of [`RULES`], cutting the built-in profiles' platforms in their zones (see
