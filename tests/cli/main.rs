@@ -223,9 +223,10 @@ fn bad_input_exits_2_with_its_location_and_leaves_the_ledger_untouched() {
 fn a_crash_before_the_commit_leaves_the_ledger_as_before() {
     // Parquet written, then the commit about to be created: either way the ledger, and the
     // symlink manifests engines read, show nothing of the batch. Each crash leaves the
-    // batch's Parquet file and its rollup, which no commit names.
-    let cases =
-        [("before-publish", ["charges", "rollups"]), ("before-commit", ["charges", "rollups"])];
+    // batch's Parquet file, its rollup and its look-back files (rows and facts), which no
+    // commit names.
+    let under = ["charges", "rollups", "look-back"];
+    let cases = [("before-publish", under), ("before-commit", under)];
     for (failpoint, orphan_under) in cases {
         let dir = workdir();
         let ok = gpuaudit(dir.path(), &["import", "fixtures/autodl/valid/two_days.csv"]);
@@ -244,7 +245,7 @@ fn a_crash_before_the_commit_leaves_the_ledger_as_before() {
         // The crashed run's status and words, should it have stopped anywhere else (this
         // once saw no orphans on a CI machine, and never since).
         let said = format!("{:?}, stderr: {}", crashed.status, stderr(&crashed));
-        assert_eq!(orphans.len(), 2, "{failpoint}: the crash left its files: {orphans:?}; {said}");
+        assert_eq!(orphans.len(), 4, "{failpoint}: the crash left its files: {orphans:?}; {said}");
         let mut found: Vec<bool> = orphan_under
             .iter()
             .map(|under| orphans.iter().any(|p| p.starts_with(ledger.join(under))))

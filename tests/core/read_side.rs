@@ -216,6 +216,9 @@ fn waste_reconcile_and_cost_on_the_columnar_window_equal_them_on_the_loaded_char
         let bill = focus_bill(dir.path(), &format!("focus-{seed}.csv"), seed, 600);
         store.import(&[bill], &ImportOptions::default()).unwrap();
     }
+    // The FOCUS batches' months are read from their look-back files where not audited.
+    let manifest = store.manifest().unwrap();
+    assert!(manifest.batches.iter().filter(|b| !b.look_back.is_empty()).count() >= 2);
     let config = Config::load(&root.join("examples/gpuaudit.toml"), true).unwrap();
     let platforms = store.platforms_over(gpuaudit_core::import::profiles()).unwrap();
     let (mut findings, mut lines) = (0, 0);

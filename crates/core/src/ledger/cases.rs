@@ -46,7 +46,10 @@ impl Store {
         // No rule reads a unit or a GPU count, and findings rest on the month's charges
         // only: of the look-back, ids, files and lines are not read.
         let only = Some(std::slice::from_ref(&month));
-        let reading = Reading { usage: false, ids: only, lines: only, ..Reading::all(false) };
+        // Of the other months only compute is kept: their look-back files hold it.
+        let look_back = Some(month);
+        let reading =
+            Reading { usage: false, ids: only, lines: only, look_back, ..Reading::all(false) };
         let window = self.load_lean(&LoadFilter { months }, reading, &keep)?;
         waste::audit_rows(rules, &Arc::new(window), month, config, platforms)
     }
@@ -147,8 +150,10 @@ impl Store {
             r.billing_period == month || a.is_some_and(|a| a.balance_after().is_some())
         };
         let months = LoadFilter { months: reconcile::months_to_read(month) };
-        // No check reads a charge's id, unit or GPU count.
-        let reading = Reading { usage: false, ids: Some(&[]), ..Reading::all(true) };
+        // No check reads a charge's id, unit or GPU count. Of the other months only compute
+        // and rows with a balance are kept: their look-back files hold them.
+        let look_back = Some(month);
+        let reading = Reading { usage: false, ids: Some(&[]), look_back, ..Reading::all(true) };
         let window = self.load_lean(&months, reading, &keep)?;
         reconcile::check_rows(checks, &window, month, &input)
     }

@@ -70,6 +70,7 @@ impl Writer {
         self.parts.clear();
         self.rejects.clear();
         self.rollup_file = None;
+        self.look_back.clear();
         let partitions =
             batch.files.iter().map(|p| (p.month.clone(), p.platform.clone())).collect();
         after_commit(&self.store.backend, &mut self.state, partitions, self.upgraded).map_err(
@@ -97,14 +98,13 @@ impl Writer {
             rejects: self.rejects.clone(),
             rollup: self.rollup_file.clone(),
             spend: self.rollup.spend(),
+            look_back: self.look_back.clone(),
         }
     }
 
     /// Makes the batch's files durable where that is the writer's job (a local folder's).
     fn settle(&self) -> Result<()> {
-        let names =
-            self.parts.iter().map(|p| &p.path).chain(&self.rejects).chain(&self.rollup_file);
-        self.store.backend.settle(names.map(String::as_str))
+        self.store.backend.settle(self.written().map(String::as_str))
     }
 
     /// A ledger of before commits gets checkpoint 0, holding its batches with their

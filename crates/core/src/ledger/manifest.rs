@@ -42,6 +42,61 @@ pub struct Batch {
     /// batch written before it was recorded.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub spend: Option<Vec<Spend>>,
+    /// The batch's look-back files, a pair per partition that has them (see `look_back`):
+    /// what `waste` and `reconcile` read of the partition when its month is not the one
+    /// audited. None for a batch written before them.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub look_back: Vec<LookBack>,
+}
+
+impl Batch {
+    /// Every file the batch names, relative to the ledger folder: its part files, rejects,
+    /// rollup and look-back files.
+    pub fn names(&self) -> impl Iterator<Item = &String> {
+        let look_back = self.look_back.iter().flat_map(LookBack::names);
+        self.files.iter().map(|p| &p.path).chain(&self.rejects).chain(&self.rollup).chain(look_back)
+    }
+}
+
+/// What a window reads of a partition of a batch (a month and platform) when the month is
+/// not the one audited: the rows every look-back keeps, and what the others tell.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct LookBack {
+    /// Billing month of the partition.
+    pub month: String,
+    /// Platform of the partition.
+    pub platform: String,
+    /// The partition's compute charges and charges with a balance, in the order of its part
+    /// files, with every column of a part file, in files of a few part files' shares each.
+    pub files: Vec<LookBackFile>,
+    /// What the partition's other charges tell (per resource, its first start and last
+    /// end; and the earliest start and latest end of them all), relative to the ledger
+    /// folder.
+    pub facts: String,
+    /// How many other charges the partition holds.
+    pub left_out: u64,
+}
+
+impl LookBack {
+    /// Its files, relative to the ledger folder.
+    pub fn names(&self) -> impl Iterator<Item = &String> {
+        self.files.iter().map(|f| &f.path).chain(std::iter::once(&self.facts))
+    }
+
+    /// How many part files' shares its files hold.
+    pub fn parts(&self) -> usize {
+        self.files.iter().map(|f| f.rows.len()).sum()
+    }
+}
+
+/// A file of a [`LookBack`]'s kept charges.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct LookBackFile {
+    /// Relative to the ledger folder.
+    pub path: String,
+    /// How many charges of each part file it holds (the part files after those of the
+    /// files before it), one row group each.
+    pub rows: Vec<u64>,
 }
 
 /// The spend of a batch in one month, platform and currency.

@@ -62,6 +62,9 @@ mod columns;
 mod commit;
 mod export;
 mod log;
+mod look_back;
+#[cfg(test)]
+mod look_back_tests;
 mod manifest;
 mod part;
 mod query;
@@ -86,7 +89,7 @@ use backend::Backend;
 pub use cases::Review;
 use commit::Committed;
 pub use export::ExportFormat;
-pub use manifest::{Batch, Manifest, PartFile, SourceFile, Spend};
+pub use manifest::{Batch, LookBack, LookBackFile, Manifest, PartFile, SourceFile, Spend};
 pub use query::Overview;
 pub use repair::{Problem, Verified};
 pub use schema::COLUMNS;
@@ -261,19 +264,15 @@ impl Store {
         Ok(Writer::new(self.clone(), state, known, batch))
     }
 
-    /// Removes files under `charges/`, `rejects/`, `rollups/` and `tmp/` that no committed
+    /// Removes files under `charges/`, `rejects/`, `rollups/`, `look-back/` and `tmp/` that no committed
     /// batch names and that are older than [`sweep_after`], temporary files of crashed
     /// create-only writes as old, and a temporary manifest left by a gpuaudit of before
     /// commits.
     fn sweep(&self, manifest: &Manifest) -> Result<()> {
-        let named: HashSet<&str> = manifest
-            .batches
-            .iter()
-            .flat_map(|b| b.files.iter().map(|p| &p.path).chain(&b.rejects).chain(&b.rollup))
-            .map(String::as_str)
-            .collect();
+        let named: HashSet<&str> =
+            manifest.batches.iter().flat_map(Batch::names).map(String::as_str).collect();
         let old = SystemTime::now().checked_sub(sweep_after()).unwrap_or(SystemTime::UNIX_EPOCH);
-        for top in ["charges", "rejects", ROLLUPS, TMP] {
+        for top in ["charges", "rejects", ROLLUPS, look_back::LOOK_BACK, TMP] {
             for file in self.backend.list(top)? {
                 if !named.contains(file.name.as_str()) && file.modified <= old {
                     self.backend.delete(&file.name)?;

@@ -60,39 +60,65 @@ const OPTIONS: WriteOptions = WriteOptions {
 
 /// Writes `frame` as a Parquet file to `out`.
 pub(crate) fn write(out: impl Write, frame: &mut DataFrame) -> PolarsResult<()> {
-    frame.rechunk_mut();
-    let mut schema = frame.schema().to_arrow(CompatLevel::newest());
-    for field in schema.iter_values_mut() {
-        if encoding_of(&field.name) == Some(schema::Encoding::Codes) {
-            // Written as text, from codes: see `encoding`.
-            field.dtype = ArrowDataType::Utf8View;
-        }
-    }
-    let parquet_schema = to_parquet_schema(&schema)?;
-    let fields = parquet_schema.fields().to_vec();
-    let mut writer = FileWriter::new_with_parquet_schema(out, schema, parquet_schema, OPTIONS);
-    for batch in frame.iter_chunks(CompatLevel::newest(), false) {
-        if batch.is_empty() {
-            continue;
-        }
-        let mut columns = Vec::with_capacity(fields.len());
-        for ((array, type_), name) in
-            batch.columns().iter().zip(&fields).zip(frame.get_column_names())
-        {
-            let (array, encoding) = encoding(name, array);
-            for pages in array_to_columns(array, type_.clone(), OPTIONS, &[encoding])? {
-                let pages = pages.map(|page| {
-                    page.map_err(|e| ParquetError::FeatureNotSupported(format!("polars: {e}")))
-                });
-                let compressed = Compressor::new_from_vec(pages, compression(name), vec![])
-                    .map_err(PolarsError::from);
-                columns.push(Ok(DynStreamingIterator::new(compressed)));
+    let mut stream = Stream::new(out, frame)?;
+    stream.write(frame)?;
+    stream.end().map(drop)
+}
+
+/// A Parquet file written a frame at a time, each frame a row group (a batch's look-back
+/// file, see `look_back`), every frame of the schema of the first.
+pub(crate) struct Stream<W: Write> {
+    writer: FileWriter<W>,
+    fields: Vec<polars_parquet::write::ParquetType>,
+}
+
+impl<W: Write> Stream<W> {
+    /// A file to `out` of the schema of `frame`.
+    pub(crate) fn new(out: W, frame: &DataFrame) -> PolarsResult<Self> {
+        let mut schema = frame.schema().to_arrow(CompatLevel::newest());
+        for field in schema.iter_values_mut() {
+            if encoding_of(&field.name) == Some(schema::Encoding::Codes) {
+                // Written as text, from codes: see `encoding`.
+                field.dtype = ArrowDataType::Utf8View;
             }
         }
-        writer.write(batch.len() as u64, DynIter::new(columns.into_iter()))?;
+        let parquet_schema = to_parquet_schema(&schema)?;
+        let fields = parquet_schema.fields().to_vec();
+        let writer = FileWriter::new_with_parquet_schema(out, schema, parquet_schema, OPTIONS);
+        Ok(Stream { writer, fields })
     }
-    writer.end(None)?;
-    Ok(())
+
+    /// Writes `frame`'s rows (none for an empty frame).
+    pub(crate) fn write(&mut self, frame: &mut DataFrame) -> PolarsResult<()> {
+        frame.rechunk_mut();
+        for batch in frame.iter_chunks(CompatLevel::newest(), false) {
+            if batch.is_empty() {
+                continue;
+            }
+            let mut columns = Vec::with_capacity(self.fields.len());
+            for ((array, type_), name) in
+                batch.columns().iter().zip(&self.fields).zip(frame.get_column_names())
+            {
+                let (array, encoding) = encoding(name, array);
+                for pages in array_to_columns(array, type_.clone(), OPTIONS, &[encoding])? {
+                    let pages = pages.map(|page| {
+                        page.map_err(|e| ParquetError::FeatureNotSupported(format!("polars: {e}")))
+                    });
+                    let compressed = Compressor::new_from_vec(pages, compression(name), vec![])
+                        .map_err(PolarsError::from);
+                    columns.push(Ok(DynStreamingIterator::new(compressed)));
+                }
+            }
+            self.writer.write(batch.len() as u64, DynIter::new(columns.into_iter()))?;
+        }
+        Ok(())
+    }
+
+    /// Ends the file.
+    pub(crate) fn end(mut self) -> PolarsResult<W> {
+        self.writer.end(None)?;
+        Ok(self.writer.into_inner())
+    }
 }
 
 /// The encoding [`schema::SCHEMA`] gives column `name`; `None` for a column it does not

@@ -8,7 +8,7 @@ use std::path::Path;
 
 use polars::prelude::{ParallelStrategy, ParquetReader, SerReader};
 
-use super::{LoadFilter, Manifest, PartFile, Store, columns, io, log, rows};
+use super::{LoadFilter, Manifest, PartFile, Store, columns, io, log, look_back, rows};
 use crate::charge::{Charge, ChargeId, YearMonth};
 use crate::error::{Error, ErrorKind, Result};
 use crate::ids::IdIndex;
@@ -105,30 +105,60 @@ impl Store {
         keep: &dyn Fn(&crate::window::Row, Option<&crate::window::Amounts>) -> bool,
     ) -> Result<crate::window::Window> {
         let manifest = self.manifest()?;
-        let (rows, parts, months) = self.parts_of(&manifest, filter)?;
+        let months: HashSet<String> = filter.months.iter().map(ToString::to_string).collect();
+        let plan = look_back::plan(&manifest.batches, &months, reading.look_back);
         let ids = reading.ids.is_none_or(|months| !months.is_empty());
-        let mut window = crate::window::Window::with_capacity(rows, reading.amounts, ids);
-        let wanted: Vec<rows::Wanted> = months.iter().map(|m| reading.of(m)).collect();
+        let mut window = crate::window::Window::with_capacity(plan.rows, reading.amounts, ids);
+        let wanted: Vec<rows::Wanted> = plan.months.iter().map(|m| reading.of(m)).collect();
         let columns = |i: usize| {
             let names = rows::row_columns(wanted[i]).map(|c| c.name.to_owned());
             Some(names.collect())
         };
-        let decode =
-            |i: usize, df: &polars::prelude::DataFrame| rows::rows_from_frame(df, wanted[i]);
-        let mut failed = None;
-        read_parts_by(&self.backend, &parts, &columns, decode, |(rows, a, texts)| {
-            if let Err(e) = window.append_keeping(rows, a, &texts, keep)
-                && failed.is_none()
-            {
-                failed = Some(e);
+        let decode = |i: usize, df: &polars::prelude::DataFrame| {
+            let read = rows::rows_from_frame(df, wanted[i])?;
+            match plan.shares[i] {
+                Some(said) if read.0.len() as u64 != said => {
+                    Err(format!("holds {} charges, the manifest says {said}", read.0.len()))
+                }
+                _ => Ok((i, read)),
             }
+        };
+        let mut failed = None;
+        let mut slots = Slots::new(&plan.slots);
+        read_parts_by(&self.backend, &plan.reads, &columns, decode, |(i, read)| {
+            slots.take(i, read, &mut |rows, a, texts| {
+                if let Err(e) = window.append_keeping(rows, a, texts, keep)
+                    && failed.is_none()
+                {
+                    failed = Some(e);
+                }
+            });
         })?;
+        self.merge_facts(&plan, &mut window)?;
         // The ledger keeps each charge once.
         window.distinct_ids = true;
         match failed {
             Some(message) => Err(ErrorKind::Overflow { what: message }.into()),
             None => Ok(window),
         }
+    }
+
+    /// Takes into `window`'s rows left out what the facts files of the look-back files of
+    /// `plan` tell.
+    fn merge_facts(
+        &self,
+        plan: &look_back::Plan<'_>,
+        window: &mut crate::window::Window,
+    ) -> Result<()> {
+        let (facts, of): (Vec<(&str, &str)>, Vec<&super::LookBack>) =
+            plan.look_backs.iter().map(|&(batch, l)| ((batch, l.facts.as_str()), l)).unzip();
+        let mut next = of.into_iter();
+        read_parts_in_order(&self.backend, &facts, None, look_back::facts_of, |facts| {
+            if let Some(l) = next.next() {
+                let (left_out, texts) = (&mut window.left_out, &mut window.texts);
+                look_back::merge(left_out, texts, &l.platform, &facts, l.left_out);
+            }
+        })
     }
 
     /// The part files of `manifest` that `filter` reads, with their batches and months, in
@@ -216,12 +246,23 @@ pub(super) struct Reading<'a> {
     pub ids: Option<&'a [YearMonth]>,
     /// The months whose rows' files and lines are read: every month if `None`.
     pub lines: Option<&'a [YearMonth]>,
+    /// The month audited, when of every other month the window keeps only compute rows
+    /// and rows with a balance (or fewer): then those months are read from the batches'
+    /// look-back files where they have them (see `look_back`).
+    pub look_back: Option<YearMonth>,
 }
 
 impl Reading<'_> {
     /// Every column of a row, and the amounts if `amounts`.
     pub(super) fn all(amounts: bool) -> Reading<'static> {
-        Reading { amounts, quantity_only: false, usage: true, ids: None, lines: None }
+        Reading {
+            amounts,
+            quantity_only: false,
+            usage: true,
+            ids: None,
+            lines: None,
+            look_back: None,
+        }
     }
 
     /// What is read of the rows of a part file of `month` (a month as the manifest writes it).
@@ -234,6 +275,58 @@ impl Reading<'_> {
         let (amounts, quantity_only, usage) = (self.amounts, self.quantity_only, self.usage);
         rows::Wanted { amounts, quantity_only, ids, lines, usage }
     }
+}
+
+/// The rows of the reads of a [`look_back::Plan`], handed on in the order of its part files:
+/// a part file's rows as they are read, a look-back file's a part file's share at a time.
+struct Slots<'p> {
+    slots: &'p [(usize, Option<u64>)],
+    /// The next part file to hand on.
+    next: usize,
+    /// The reads taken whose rows are not all handed on, and how many of them are.
+    taken: std::collections::HashMap<usize, (rows::PartRows, usize)>,
+}
+
+impl<'p> Slots<'p> {
+    fn new(slots: &'p [(usize, Option<u64>)]) -> Self {
+        Slots { slots, next: 0, taken: Default::default() }
+    }
+
+    /// Takes the rows of read `i`, and hands `append` those of every part file now read.
+    fn take(
+        &mut self,
+        i: usize,
+        read: rows::PartRows,
+        append: &mut dyn FnMut(Vec<crate::window::Row>, crate::window::Side, &crate::window::Texts),
+    ) {
+        self.taken.insert(i, (read, 0));
+        while let Some(&(read, of)) = self.slots.get(self.next) {
+            let Some((rows, done)) = self.taken.get_mut(&read) else { return };
+            match of {
+                None => {
+                    let Some(((rows, side, texts), _)) = self.taken.remove(&read) else { return };
+                    append(rows, side, &texts);
+                }
+                Some(n) => {
+                    let (from, to) = (*done, (*done + n as usize).min(rows.0.len()));
+                    let (amounts, ids) =
+                        (share(&rows.1.amounts, from, to), share(&rows.1.ids, from, to));
+                    let side = crate::window::Side { amounts, ids };
+                    append(rows.0[from..to].to_vec(), side, &rows.2);
+                    *done = to;
+                    if to == rows.0.len() {
+                        self.taken.remove(&read);
+                    }
+                }
+            }
+            self.next += 1;
+        }
+    }
+}
+
+/// `v[from..to]`, or none when `v` holds none (rows read without them).
+fn share<T: Clone>(v: &[T], from: usize, to: usize) -> Vec<T> {
+    v.get(from..to).map(<[T]>::to_vec).unwrap_or_default()
 }
 
 /// Part files read at once, at most this many.

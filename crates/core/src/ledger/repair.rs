@@ -6,7 +6,8 @@
 //!   repairs a ledger whose files cannot be read.
 //! - [`Store::verify`] checks every file the manifest names: it exists, reads as a part file
 //!   of the ledger's schema, has the rows the manifest says, and holds ids no other charge
-//!   has; and that the batch's rollup reads and sums to what its part files hold; and that
+//!   has; and that the batch's rollup reads and sums to what its part files hold, and its
+//!   look-back files hold what its part files would give them (see `look_back`); and that
 //!   each partition's symlink manifest lists its committed files. It writes nothing.
 
 use polars::prelude::DataFrame;
@@ -75,13 +76,7 @@ impl Store {
             super::commit::after_commit(&self.backend, &mut state, partitions, upgraded)?;
             // Dead now: its files go at once (a reader of the state before the removal that
             // still reads them is told a file is missing, never given a wrong answer).
-            let files = removed
-                .files
-                .iter()
-                .map(|p| &p.path)
-                .chain(&removed.rejects)
-                .chain(&removed.rollup);
-            for name in files {
+            for name in removed.names() {
                 self.backend.delete(name)?;
             }
             return Ok(removed);
@@ -104,19 +99,19 @@ impl Store {
             };
             let mut rows = 0;
             let mut rollup = Rollup::unlimited(true);
+            let mut look_back = super::look_back::Check::new(batch);
             for part in &batch.files {
                 out.files += 1;
                 rows += part.rows;
-                let Ok(path) = self.backend.local(&part.path) else {
+                let path = self.backend.local(&part.path).ok().filter(|p| p.is_file());
+                let Some(path) = path else {
                     out.problems.push(problem(&part.path, "is missing".into()));
+                    look_back.add(part, None);
                     continue;
                 };
-                if !path.is_file() {
-                    out.problems.push(problem(&part.path, "is missing".into()));
-                    continue;
-                }
-                let charges = match read_parquet(&path, None)
-                    .map_err(|e| e.to_string())
+                let read = read_parquet(&path, None).map_err(|e| e.to_string());
+                look_back.add(part, read.as_ref().ok());
+                let charges = match read
                     .and_then(|df| add_to(&mut rollup, part, &df).map(|()| df))
                     .and_then(|df| columns::from_frame(&df))
                 {
@@ -160,6 +155,9 @@ impl Store {
             let parts_ok = out.problems.iter().all(|p| p.batch != batch.id);
             if let Some(m) = self.rollup_problem(batch, parts_ok.then_some(&rollup)) {
                 out.problems.push(problem(batch.rollup.as_deref().unwrap_or(log::COMMITS), m));
+            }
+            for (file, message) in look_back.problems(&self.backend) {
+                out.problems.push(problem(&file, message));
             }
             for reject in &batch.rejects {
                 if !self.backend.local(reject).is_ok_and(|p| p.is_file()) {

@@ -14,7 +14,7 @@ use crate::window::{Amounts, Row, RowOrigin, Side, Texts, packed};
 /// its view; a longer one is where its bytes are, and a dictionary-encoded column's equal
 /// values share one place), so a column that repeats its values row after row (platform,
 /// file, currency, category, resource) is mapped without comparing or hashing its texts.
-fn mapped<T: Copy>(
+pub(super) fn mapped<T: Copy>(
     df: &DataFrame,
     name: &str,
     mut f: impl FnMut(&str) -> Result<T, String>,

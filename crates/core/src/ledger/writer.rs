@@ -11,9 +11,9 @@ use polars::prelude::{BooleanChunked, DataFrame};
 use super::backend::{Backend, make_parent};
 use super::columns::{self, FrameBuilder};
 use super::log::State;
-use super::manifest::{PartFile, SourceFile};
+use super::manifest::{LookBack, PartFile, SourceFile};
 use super::rollup::Rollup;
-use super::{FLUSH_ROWS, ImportOptions, ROLLUPS, Store, Totals, io, part};
+use super::{FLUSH_ROWS, ImportOptions, ROLLUPS, Store, Totals, io, look_back, part};
 use crate::charge::{Charge, ChargeId, YearMonth};
 use crate::error::{Error, ErrorKind, MAX_LISTED_ROW_ERRORS, Result, RowError};
 use crate::ids::IdIndex;
@@ -56,6 +56,8 @@ pub struct Writer {
     pub(super) rollup: Rollup,
     /// The rollup file written at commit, relative to the ledger folder.
     pub(super) rollup_file: Option<String>,
+    /// The look-back files written (see `look_back`), known once the Parquet thread ends.
+    pub(super) look_back: Vec<LookBack>,
     /// The commit upgrades a ledger of before commits (see `log`).
     pub(super) upgraded: bool,
 }
@@ -64,30 +66,41 @@ pub struct Writer {
 type ParquetJob = (String, DataFrame, YearMonth, String);
 
 /// The thread that turns buffered charges into Parquet part files, one batch behind parsing,
-/// and sums them into the batch's rollup.
+/// sums them into the batch's rollup and writes the batch's look-back files.
 struct ParquetThread {
     jobs: std::sync::mpsc::SyncSender<ParquetJob>,
-    thread: std::thread::JoinHandle<Result<Rollup>>,
+    thread: std::thread::JoinHandle<Result<(Rollup, Vec<LookBack>)>>,
 }
 
 impl ParquetThread {
-    fn start(backend: Backend) -> Self {
+    fn start(backend: Backend, batch: &str) -> Self {
         // One part file may wait while another is written, so parsing does not stall when a
         // write takes longer than a flush's worth of parsing (the writer's compression and file
         // output run on this one thread). Memory holds at most three flushes' worth.
         let (jobs, queue) = std::sync::mpsc::sync_channel::<ParquetJob>(1);
+        let mut look_back = look_back::Writing::new(backend.clone(), batch);
         let thread = std::thread::spawn(move || {
             let mut rollup = Rollup::new();
-            for (name, mut frame, month, platform) in queue {
-                let path = backend.stage(&name);
-                rollup.add_frame(month, &platform, &frame).map_err(|source| {
-                    Error::from(ErrorKind::Parquet { path: path.clone(), source })
-                })?;
-                make_parent(&path)?;
-                write_part(&path, &mut frame)?;
-                backend.publish(&name)?;
+            let written = || -> Result<()> {
+                for (name, mut frame, month, platform) in queue {
+                    let path = backend.stage(&name);
+                    rollup.add_frame(month, &platform, &frame).map_err(|source| {
+                        Error::from(ErrorKind::Parquet { path: path.clone(), source })
+                    })?;
+                    make_parent(&path)?;
+                    write_part(&path, &mut frame)?;
+                    backend.publish(&name)?;
+                    look_back.add(month, &platform, &frame)?;
+                }
+                Ok(())
+            };
+            match written() {
+                Ok(()) => Ok((rollup, look_back.finish()?)),
+                Err(e) => {
+                    look_back.abort();
+                    Err(e)
+                }
             }
-            Ok(rollup)
         });
         ParquetThread { jobs, thread }
     }
@@ -133,6 +146,7 @@ impl Writer {
             parquet: None,
             rollup: Rollup::new(),
             rollup_file: None,
+            look_back: Vec::new(),
             upgraded: false,
         }
     }
@@ -239,7 +253,9 @@ impl Writer {
                 rows: frame.height() as u64,
             });
             let backend = &self.store.backend;
-            let parquet = self.parquet.get_or_insert_with(|| ParquetThread::start(backend.clone()));
+            let batch = &self.batch;
+            let parquet =
+                self.parquet.get_or_insert_with(|| ParquetThread::start(backend.clone(), batch));
             if parquet.jobs.send((rel, frame, month, platform)).is_err() {
                 // The thread stopped on an error: `finish_parquet` reports it.
                 return self.finish_parquet();
@@ -255,10 +271,11 @@ impl Writer {
             None => Ok(()),
             Some(ParquetThread { jobs, thread, .. }) => {
                 drop(jobs);
-                let rollup = thread.join().unwrap_or_else(|_| {
+                let (rollup, look_back) = thread.join().unwrap_or_else(|_| {
                     Err(Error::ledger(self.store.root(), "the Parquet writer thread panicked"))
                 })?;
                 self.rollup.absorb(rollup);
+                self.look_back.extend(look_back);
                 Ok(())
             }
         }
@@ -309,14 +326,22 @@ impl Writer {
     pub(super) fn abort(&mut self) {
         self.buffers.clear();
         let _ = self.finish_parquet();
-        let written =
-            self.parts.iter().map(|p| &p.path).chain(&self.rejects).chain(&self.rollup_file);
-        for name in written {
+        for name in self.written() {
             self.store.backend.unstage(name);
         }
         self.parts.clear();
         self.rejects.clear();
         self.rollup_file = None;
+        self.look_back.clear();
+    }
+}
+
+impl Writer {
+    /// Every file the batch has written so far.
+    pub(super) fn written(&self) -> impl Iterator<Item = &String> {
+        let look_back = self.look_back.iter().flat_map(LookBack::names);
+        let parts = self.parts.iter().map(|p| &p.path);
+        parts.chain(&self.rejects).chain(&self.rollup_file).chain(look_back)
     }
 }
 
