@@ -7,6 +7,9 @@
 //!   _commits/<n>.checkpoint.json           every batch as of commit n
 //!   charges/month=YYYY-MM/platform=P/<batch>-<n>.parquet
 //!   rollups/<batch>.parquet                the batch's spend by every key a summary asks for
+//!   look-back/month=YYYY-MM/platform=P/<batch>-<n>.parquet, <batch>.facts.parquet
+//!                                          what waste and reconcile read of the partition
+//!                                          when they audit another month (see `look_back`)
 //!   rejects/<batch>/<n>-<file>.csv         rows not imported, with why (--skip-invalid)
 //!   _symlink_format_manifest/month=YYYY-MM/platform=P/manifest
 //!                                          the committed part files of the partition, one URL
@@ -18,7 +21,7 @@
 //!   (see `log`): no lock, no rename, the same protocol on a local folder and on an object
 //!   store. Readers read only files the commits name, so a crash at any instant leaves the
 //!   ledger as before the batch or after it; any number of writers may import at once.
-//! - Part files, rollups and rejects are written once, under names holding the batch id, at
+//! - Part files, rollups, look-back files and rejects are written once, under names holding the batch id, at
 //!   their final place (an object store's are uploaded as each is written). A file no commit
 //!   names is removed by a later writer only once it is older than [`sweep_after`] (a day;
 //!   `GPUAUDIT_SWEEP_AFTER` in seconds): a younger one may be a concurrent writer's, about to
@@ -49,6 +52,11 @@
 //! - Each batch writes a rollup (see `rollup`) and records its spend by month, platform and
 //!   currency in its commit, so that `summary` and the overview read neither the charges
 //!   (`query`). Both are derived data: `verify` checks the rollup against the part files.
+//! - Each batch writes, per partition, look-back files (see `look_back`): its compute
+//!   charges and charges with a balance, and what its other charges tell. `waste` and
+//!   `reconcile` read them for the months around the audited one, instead of the part files
+//!   (most of a look-back month is disks, IPs and traffic, of which they keep only spans and
+//!   first sightings). Derived data too: `verify` recomputes them from the part files.
 //! - Setting the environment variable `GPUAUDIT_FAILPOINT` to `before-publish` (Parquet
 //!   files written, not committed) or `before-commit` (the commit about to be created) aborts
 //!   the process there: the crash tests use them to prove that such a crash loses nothing
