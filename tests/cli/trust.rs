@@ -385,3 +385,42 @@ fn bill_text_reaches_a_terminal_or_a_document_visibly_and_inert() {
         "d-bp1<script>alert(1)</script>\u{1b}]0;owned\u{7}\u{1b}[31m|x\ny"
     );
 }
+
+#[test]
+fn a_damaged_look_back_file_is_refused_naming_its_batch_and_found_by_verify() {
+    let dir = workdir();
+    let ok = gpuaudit(
+        dir.path(),
+        &["import", "examples/bills/aliyun-2024-04.csv", "examples/bills/aliyun-2024-05.csv"],
+    );
+    assert_eq!(ok.status.code(), Some(0), "{}", stderr(&ok));
+    let ledger = dir.path().join(".gpuaudit");
+    let manifest = gpuaudit_core::ledger::Store::open(&ledger).manifest().unwrap();
+    let batch = &manifest.batches[0];
+    let april = batch.look_back.iter().find(|l| l.month == "2024-04").expect("April's look-back");
+    let before = gpuaudit(dir.path(), &["waste", "--month", "2024-05", "--format", "csv"]);
+    assert_eq!(before.status.code(), Some(0), "{}", stderr(&before));
+    for damaged in [&april.facts, &april.files[0].path] {
+        let good = std::fs::read(ledger.join(damaged)).unwrap();
+        std::fs::write(ledger.join(damaged), b"PAR1 not a parquet file PAR1").unwrap();
+        // Auditing May reads April's look-back: refused, naming the file and the way out.
+        for command in ["waste", "reconcile"] {
+            let out = gpuaudit(dir.path(), &[command, "--month", "2024-05"]);
+            assert_eq!(out.status.code(), Some(2), "{command}");
+            let err = stderr(&out);
+            let way_out = format!("`gpuaudit ledger --remove {}`", batch.id);
+            assert!(err.contains(damaged.as_str()) && err.contains(&way_out), "{err}");
+        }
+        // Auditing April reads April's part files, as does the cost report.
+        let april_audit = gpuaudit(dir.path(), &["waste", "--month", "2024-04"]);
+        assert_eq!(april_audit.status.code(), Some(0), "{}", stderr(&april_audit));
+        let verify = gpuaudit(dir.path(), &["ledger", "--verify"]);
+        assert_eq!(verify.status.code(), Some(1));
+        let said = format!("{damaged}: cannot be read: ");
+        assert!(stdout(&verify).contains(&said), "{}", stdout(&verify));
+        std::fs::write(ledger.join(damaged), good).unwrap();
+    }
+    let after = gpuaudit(dir.path(), &["waste", "--month", "2024-05", "--format", "csv"]);
+    assert_eq!(stdout(&after), stdout(&before));
+    assert_eq!(gpuaudit(dir.path(), &["ledger", "--verify"]).status.code(), Some(0));
+}

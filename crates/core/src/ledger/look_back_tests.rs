@@ -263,3 +263,27 @@ fn a_frame_is_split_into_what_a_look_back_keeps_and_what_the_rest_tells() {
     assert_eq!(left_out.first_seen[&(p, texts.sym("disk-1"))], micros(3));
     assert_eq!(left_out.rows, 5);
 }
+
+/// A facts file's instants are checked as a part file's are: out of range, or missing, is
+/// an error, never a window's wrong first sighting.
+#[test]
+fn a_facts_file_with_an_instant_out_of_range_is_refused() {
+    use polars::prelude::{Column, DataFrame};
+    let frame = |start: Option<i64>| {
+        DataFrame::new_infer_height(vec![
+            Column::new("resource".into(), [None, Some("disk-1")]),
+            Column::new("first_start".into(), [Some(0), start]),
+            Column::new("last_end".into(), [Some(10), Some(10)]),
+        ])
+        .unwrap()
+    };
+    let read = super::look_back::facts_of(&frame(Some(5))).unwrap();
+    assert_eq!(
+        read[1],
+        (Some("disk-1".to_owned()), crate::window::Micros(5), crate::window::Micros(10))
+    );
+    for bad in [None, Some(i64::MAX), Some(i64::MIN)] {
+        let err = super::look_back::facts_of(&frame(bad)).unwrap_err();
+        assert_eq!(err, "first_start: missing or invalid instant");
+    }
+}
