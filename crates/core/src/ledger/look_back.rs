@@ -58,10 +58,12 @@ const LEFT_OUT_AT_LEAST: u64 = 4;
 /// What the charges a look-back file leaves out tell, of one partition.
 #[derive(Debug, Default, Clone, PartialEq, Eq)]
 pub(super) struct Facts {
-    /// Per resource (never an empty one), by text: its first start and last end.
-    resources: Vec<(String, (i64, i64))>,
-    /// Where each resource is in `resources`.
-    index: FxHashMap<String, u32>,
+    /// Per resource met (never an empty one), by its place in `index`: the first start and
+    /// last end of its charges left out (`(MAX, MIN)` while none is).
+    resources: Vec<(i64, i64)>,
+    /// Each resource's place in `resources` (its text kept once: an export may have a
+    /// resource for every few charges).
+    index: FxHashMap<Box<str>, u32>,
     /// The earliest start and the latest end of them all.
     span: Option<(i64, i64)>,
     /// How many.
@@ -93,8 +95,8 @@ impl Facts {
                 return Ok(at);
             }
             let at = u32::try_from(self.resources.len()).map_err(|_| "too many resources")?;
-            self.index.insert(text.to_owned(), at);
-            self.resources.push((text.to_owned(), (i64::MAX, i64::MIN)));
+            self.index.insert(text.into(), at);
+            self.resources.push((i64::MAX, i64::MIN));
             Ok(at)
         })?;
         let mut keep = Vec::with_capacity(frame.height());
@@ -108,7 +110,7 @@ impl Facts {
             let span = self.span.get_or_insert((s, e));
             *span = (span.0.min(s), span.1.max(e));
             if let Some(at) = resource[i].filter(|&at| at != NO_RESOURCE) {
-                let seen = &mut self.resources[at as usize].1;
+                let seen = &mut self.resources[at as usize];
                 *seen = (seen.0.min(s), seen.1.max(e));
             }
             self.rows += 1;
@@ -120,9 +122,10 @@ impl Facts {
     /// resource, by text.
     pub(super) fn listed(&self) -> Vec<Fact> {
         let span = self.span.map(|(s, e)| (None, Micros(s), Micros(e)));
-        let mut resources: Vec<Fact> = (self.resources.iter())
+        let mut resources: Vec<Fact> = (self.index.iter())
+            .map(|(r, &at)| (r, self.resources[at as usize]))
             .filter(|(_, s)| s.0 <= s.1)
-            .map(|(r, s)| (Some(r.clone()), Micros(s.0), Micros(s.1)))
+            .map(|(r, s)| (Some(r.to_string()), Micros(s.0), Micros(s.1)))
             .collect();
         resources.sort();
         span.into_iter().chain(resources).collect()
@@ -294,7 +297,8 @@ impl Writing {
         let path = self.backend.stage(&p.name);
         let keep = p.facts.split(frame).map_err(|m| Error::ledger(&path, m))?;
         let parquet = |source| Error::from(ErrorKind::Parquet { path: path.clone(), source });
-        let mut kept = frame.filter(&keep).map_err(parquet)?;
+        // On this thread: polars' parallel filter hands each column to its pool.
+        let mut kept = frame.filter_seq(&keep).map_err(parquet)?;
         p.stream(&self.backend, &kept)?.write(&mut kept).map_err(parquet)?;
         if let Some(file) = p.files.last_mut() {
             file.rows.push(kept.height() as u64);
