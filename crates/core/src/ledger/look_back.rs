@@ -200,8 +200,8 @@ struct Partition {
     platform: String,
     /// The names of its files but for their ending.
     name: String,
-    /// The rows file being written, and its name.
-    stream: Option<(part::Stream<crate::direct::Writer>, String)>,
+    /// The rows file being written, and where (the staged file).
+    stream: Option<(part::Stream<crate::direct::Writer>, std::path::PathBuf)>,
     /// Its rows files, the last one the one being written.
     files: Vec<LookBackFile>,
     total: u64,
@@ -229,8 +229,8 @@ impl Partition {
             let parquet = |source| Error::from(ErrorKind::Parquet { path: path.clone(), source });
             let file = io(&path, crate::direct::Writer::create_new(&path))?;
             let stream = part::Stream::new(file, kept).map_err(parquet)?;
-            self.files.push(LookBackFile { path: name.clone(), rows: Vec::new() });
-            self.stream = Some((stream, name));
+            self.files.push(LookBackFile { path: name, rows: Vec::new() });
+            self.stream = Some((stream, path));
         }
         let Some((stream, _)) = &mut self.stream else {
             return Err(Error::ledger(backend.stage(&self.name), "no look-back file open"));
@@ -240,8 +240,7 @@ impl Partition {
 
     /// Ends the rows file being written, if any, and syncs it.
     fn end(&mut self) -> Result<()> {
-        let Some((stream, name)) = self.stream.take() else { return Ok(()) };
-        let path = std::path::PathBuf::from(&name);
+        let Some((stream, path)) = self.stream.take() else { return Ok(()) };
         let parquet = |source| Error::from(ErrorKind::Parquet { path: path.clone(), source });
         let file = stream.end().map_err(parquet)?;
         let file = io(&path, file.finish())?;
