@@ -220,7 +220,7 @@ impl Partition {
         backend: &Backend,
         kept: &DataFrame,
     ) -> Result<&mut part::Stream<crate::direct::Writer>> {
-        let full = self.files.last().is_none_or(|f| f.rows.iter().sum::<u64>() >= FILE_ROWS);
+        let full = self.files.last().is_none_or(|f| f.charges() >= FILE_ROWS);
         if full {
             self.end()?;
             let name = format!("{}-{:04}.parquet", self.name, self.files.len());
@@ -250,7 +250,12 @@ impl Partition {
     /// The names of the files written or to be written.
     fn names(&self) -> impl Iterator<Item = String> + '_ {
         let rows = self.files.iter().map(|f| f.path.clone());
-        rows.chain(std::iter::once(format!("{}.facts.parquet", self.name)))
+        rows.chain(std::iter::once(self.facts_name()))
+    }
+
+    /// The name of its facts file.
+    fn facts_name(&self) -> String {
+        format!("{}.facts.parquet", self.name)
     }
 }
 
@@ -319,7 +324,7 @@ impl Writing {
                 p.names().for_each(|n| self.backend.unstage(&n));
                 return Ok(());
             }
-            let facts = format!("{}.facts.parquet", p.name);
+            let facts = p.facts_name();
             write_facts(&self.backend.stage(&facts), &p.facts)?;
             for name in p.names() {
                 self.backend.publish(&name)?;
@@ -361,12 +366,13 @@ fn write_facts(path: &std::path::Path, facts: &Facts) -> Result<()> {
     io(path, file.sync_all())
 }
 
-/// The look-back of partition (`month`, `platform`) of `batch`, if it has one whose rows
-/// files name as many part files as the batch holds of the partition.
-pub(super) fn of<'b>(batch: &'b Batch, month: &str, platform: &str) -> Option<&'b LookBack> {
-    let found = batch.look_back.iter().find(|l| l.month == month && l.platform == platform)?;
-    let parts = batch.files.iter().filter(|p| p.month == month && p.platform == platform);
-    (parts.count() == found.parts()).then_some(found)
+/// The look-backs of `batch` whose rows files name as many part files as the batch holds of
+/// their partitions (any other is not read: its part files are).
+fn whole(batch: &Batch) -> Vec<&LookBack> {
+    let parts_of = |l: &LookBack| {
+        batch.files.iter().filter(|p| p.month == l.month && p.platform == l.platform).count()
+    };
+    batch.look_back.iter().filter(|l| parts_of(l) == l.parts()).collect()
 }
 
 /// What a window reads, in order: the files, and where each part file's rows come from.
@@ -409,12 +415,12 @@ pub(super) fn plan<'m>(
         // The look-backs begun: the next part file's share (its file and place there), and
         // the read of that file.
         let mut begun: Vec<(&LookBack, (usize, usize), usize)> = Vec::new();
+        let whole = if audited.is_some() { whole(batch) } else { Vec::new() };
         let wanted = batch.files.iter().filter(|p| months.is_empty() || months.contains(&p.month));
         for part in wanted {
-            let look_back = audited
-                .as_ref()
-                .filter(|m| **m != part.month)
-                .and_then(|_| of(batch, &part.month, &part.platform));
+            let look_back = audited.as_ref().filter(|m| **m != part.month).and_then(|_| {
+                whole.iter().copied().find(|l| l.month == part.month && l.platform == part.platform)
+            });
             let Some(l) = look_back else {
                 let read = plan.read(&batch.id, &part.path, &part.month, None);
                 plan.slots.push((read, None));
@@ -430,14 +436,14 @@ pub(super) fn plan<'m>(
                 }
             };
             let (_, (file, share), read) = &mut begun[at];
-            // `of` saw that the files hold a share for every part file.
+            // `whole` saw that the files hold a share for every part file.
             while l.files[*file].rows.len() <= *share {
                 (*file, *share) = (*file + 1, 0);
                 *read = usize::MAX;
             }
             let f = &l.files[*file];
             if *read == usize::MAX {
-                *read = plan.read(&batch.id, &f.path, &l.month, Some(f.rows.iter().sum()));
+                *read = plan.read(&batch.id, &f.path, &l.month, Some(f.charges()));
             }
             let rows = f.rows[*share];
             plan.slots.push((*read, Some(rows)));
@@ -486,11 +492,11 @@ impl<'b> Check<'b> {
                 let want: Vec<DataFrame> = kept.by_ref().take(f.rows.len()).collect();
                 let message = match read {
                     Err(e) => format!("cannot be read: {e}"),
-                    Ok(read) if read.height() as u64 != f.rows.iter().sum::<u64>() => {
+                    Ok(read) if read.height() as u64 != f.charges() => {
                         format!(
                             "holds {} charges, the manifest says {}",
                             read.height(),
-                            f.rows.iter().sum::<u64>()
+                            f.charges()
                         )
                     }
                     Ok(_) if failed => continue,

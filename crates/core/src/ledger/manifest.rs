@@ -99,6 +99,13 @@ pub struct LookBackFile {
     pub rows: Vec<u64>,
 }
 
+impl LookBackFile {
+    /// How many charges it holds.
+    pub fn charges(&self) -> u64 {
+        self.rows.iter().sum()
+    }
+}
+
 /// The spend of a batch in one month, platform and currency.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Spend {

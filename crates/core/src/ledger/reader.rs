@@ -169,18 +169,8 @@ impl Store {
         filter: &LoadFilter,
     ) -> Result<Parts<'m>> {
         let months: HashSet<String> = filter.months.iter().map(ToString::to_string).collect();
-        let wanted = |part: &&super::PartFile| months.is_empty() || months.contains(&part.month);
-        let parts = manifest
-            .batches
-            .iter()
-            .flat_map(|b| b.files.iter().filter(wanted).map(move |p| (b.id.as_str(), p)));
-        let (mut rows, mut out, mut of) = (0, Vec::new(), Vec::new());
-        for (batch, part) in parts {
-            rows += part.rows as usize;
-            out.push((batch, part.path.as_str()));
-            of.push(part.month.as_str());
-        }
-        Ok((rows, out, of))
+        let plan = look_back::plan(&manifest.batches, &months, None);
+        Ok((plan.rows, plan.reads, plan.months))
     }
 
     /// Claims in `known` the id of every charge of the committed part files (only the `id`
