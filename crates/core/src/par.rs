@@ -40,6 +40,26 @@ pub(crate) fn map<T: Sync, R: Send>(items: &[T], f: impl Fn(&T) -> R + Sync) -> 
     done.into_iter().map(|(_, r)| r).collect()
 }
 
+/// [`map`], starting the items heaviest first by `weight` (in the order of `items` among
+/// equals): a long item started last would run alone on one core while the others idle.
+/// The results come in the order of `items`.
+pub(crate) fn map_heaviest_first<T: Sync, R: Send>(
+    items: &[T],
+    weight: impl Fn(&T) -> u32,
+    f: impl Fn(&T) -> R + Sync,
+) -> Vec<R> {
+    let mut done: Vec<(usize, R)> = map(&start_order(items, weight), |&i| (i, f(&items[i])));
+    done.sort_by_key(|(i, _)| *i);
+    done.into_iter().map(|(_, r)| r).collect()
+}
+
+/// The places of `items`, heaviest first by `weight`, in their order among equals.
+fn start_order<T>(items: &[T], weight: impl Fn(&T) -> u32) -> Vec<usize> {
+    let mut order: Vec<usize> = (0..items.len()).collect();
+    order.sort_by_key(|&i| std::cmp::Reverse(weight(&items[i])));
+    order
+}
+
 #[cfg(test)]
 mod tests {
     #[test]
@@ -52,5 +72,18 @@ mod tests {
         });
         assert_eq!(out, items.iter().map(|n| n * n).collect::<Vec<_>>());
         assert_eq!(super::map(&[] as &[u8], |&b| b), Vec::<u8>::new());
+    }
+
+    #[test]
+    fn the_heaviest_items_start_first_and_results_keep_the_items_order() {
+        let items: Vec<u32> = vec![1, 5, 2, 5, 9];
+        assert_eq!(super::start_order(&items, |&w| w), vec![4, 1, 3, 2, 0]);
+        assert_eq!(
+            super::map_heaviest_first(&items, |&w| w, |&w| w * 10),
+            vec![10, 50, 20, 50, 90]
+        );
+        let waste: Vec<u32> = crate::waste::RULES.iter().map(|r| r.weight()).collect();
+        let first = super::start_order(&waste, |&w| w)[0];
+        assert_eq!(crate::waste::RULES[first].code(), "W006", "the longest rule starts first");
     }
 }

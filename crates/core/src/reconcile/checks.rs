@@ -5,6 +5,7 @@ use std::collections::BTreeMap;
 use chrono::Duration;
 use rust_decimal::Decimal;
 
+use super::agree::agrees;
 use super::{Check, Context, Discrepancy, Line, Measure, span_text};
 use crate::charge::UnitPriceOf;
 use crate::charge::{Category, Kind, Pricing};
@@ -56,21 +57,32 @@ impl Check for Arithmetic {
     }
     fn run(&self, ctx: &Context<'_>) -> Result<Vec<Discrepancy>> {
         let mut out = Vec::new();
+        // What the platform's unit price prices, by platform (a few per window).
+        let mut prices: Vec<(Sym, UnitPriceOf)> = Vec::new();
         for c in ctx.in_month() {
-            let (Some(price), Some(quantity)) =
-                (ctx.amounts(c).unit_price(), ctx.amounts(c).quantity())
-            else {
+            let amounts = ctx.amounts(c);
+            let (Some(price), Some(quantity)) = (amounts.unit_price(), amounts.quantity()) else {
                 continue;
             };
-            let expected = money::mul(price, quantity, "a unit price times its quantity")?.abs();
-            let actual = match ctx.input.platforms.unit_price_of(ctx.text(c.platform)) {
-                UnitPriceOf::ListCost => ctx.amounts(c).list_cost().unwrap_or(c.billed_cost()),
+            let of = match prices.iter().find(|(p, _)| *p == c.platform) {
+                Some(&(_, of)) => of,
+                None => {
+                    let of = ctx.input.platforms.unit_price_of(ctx.text(c.platform));
+                    prices.push((c.platform, of));
+                    of
+                }
+            };
+            let actual = match of {
+                UnitPriceOf::ListCost => amounts.list_cost().unwrap_or(c.billed_cost()),
                 UnitPriceOf::BilledCost => c.billed_cost(),
+            };
+            if agrees(price, quantity, actual) {
+                continue;
             }
-            .abs();
-            let digits = actual.normalize().scale().clamp(2, 26);
-            let tolerance = (Decimal::new(5, digits + 1)).max(Decimal::new(1, 2));
+            let expected = money::mul(price, quantity, "a unit price times its quantity")?.abs();
+            let actual = actual.abs();
             let difference = money::sub(actual, expected, "a line's arithmetic")?;
+            let tolerance = Decimal::new(1, 2);
             if difference.abs() <= tolerance {
                 continue;
             }
@@ -396,14 +408,29 @@ impl Check for MixedCurrency {
     fn run(&self, ctx: &Context<'_>) -> Result<Vec<Discrepancy>> {
         /// Per currency: its sum and its first charge.
         type Currencies<'a> = BTreeMap<&'a str, (Decimal, &'a Row)>;
-        let mut groups: BTreeMap<(&str, Option<&str>), Currencies<'_>> = BTreeMap::new();
+        // Keyed by syms while the rows are read (a sym stands for one text of the window),
+        // in the order of the texts after.
+        type BySym<'a> = HashMap<(Sym, Option<Sym>), Vec<(Sym, money::Sum, &'a Row)>>;
+        let mut by_sym = BySym::default();
         for c in ctx.in_month() {
-            let currencies = groups.entry((ctx.text(c.platform), ctx.opt(c.account))).or_default();
-            let sum = &mut currencies.entry(ctx.text(c.currency)).or_insert((Decimal::ZERO, c)).0;
-            *sum = money::add(*sum, c.billed_cost(), "an account's spend in a currency")?;
+            let currencies = by_sym.entry((c.platform, c.account)).or_default();
+            let at = match currencies.iter().position(|(cur, _, _)| *cur == c.currency) {
+                Some(at) => at,
+                None => {
+                    currencies.push((c.currency, money::Sum::new(), c));
+                    currencies.len() - 1
+                }
+            };
+            currencies[at].1.add(c.billed_cost(), "an account's spend in a currency")?;
         }
+        let texts = |k: &(Sym, Option<Sym>)| (ctx.text(k.0), ctx.opt(k.1));
+        let groups = in_text_order(by_sym, texts).into_iter().map(|(_, currencies)| {
+            let by_text =
+                currencies.into_iter().map(|(cur, sum, c)| (ctx.text(cur), (sum.value(), c)));
+            by_text.collect::<Currencies<'_>>()
+        });
         let mut out = Vec::new();
-        for currencies in groups.into_values().filter(|g| g.len() > 1) {
+        for currencies in groups.filter(|g| g.len() > 1) {
             let first = currencies.values().next().map(|v| v.1);
             let Some(first) = first else { continue };
             let mut d = base(ctx, self, first, ctx.month.to_string());

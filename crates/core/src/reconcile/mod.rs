@@ -22,6 +22,7 @@
 //! - R008 flags charges whose whole time lies outside their billing period, by days outside.
 //! - The checks know nothing of files or storage, and print nothing.
 
+mod agree;
 mod checks;
 
 use std::collections::BTreeMap;

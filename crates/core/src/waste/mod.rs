@@ -122,6 +122,12 @@ pub trait Rule: Sync {
     fn name(&self) -> &'static str;
     /// The rule's findings for the audited month (before claims and `min_amount`).
     fn check(&self, ctx: &Context<'_>) -> crate::Result<Vec<Finding>>;
+    /// About how long the rule takes beside the others (1 unless it says otherwise): an
+    /// audit runs its rules side by side, the heaviest started first, so that a long rule
+    /// does not start last and hold the audit up alone.
+    fn weight(&self) -> u32 {
+        1
+    }
 }
 
 /// Every waste rule, in the order claims are made.
@@ -170,21 +176,23 @@ pub struct Context<'a> {
 type Scan = (LeftOut, HashMap<(Sym, Option<Sym>, Category, Sym), Rate>);
 
 fn scan(charges: &[Row], texts: &Texts, month: YearMonth) -> crate::Result<Scan> {
-    let (mut seen, mut rates) = Scan::default();
+    let mut seen = LeftOut::default();
+    let mut rates: HashMap<_, (crate::money::Sum, i64, Micros, usize)> = HashMap::default();
     for c in charges {
         seen.add(c, texts);
         if c.billing_period == month && c.is_spend() && c.billed_positive() {
             // An empty resource id is no resource.
             let resource = c.resource_id.filter(|&r| !texts.get(r).is_empty());
             let key = (c.platform, resource, c.category, c.currency);
-            let rate = rates.entry(key).or_insert((Decimal::ZERO, 0, c.charge_end, 0));
-            rate.0 = crate::money::add(rate.0, c.billed_cost(), "a resource's spend")?;
+            let rate = rates.entry(key).or_insert((Default::default(), 0, c.charge_end, 0));
+            rate.0.add(c.billed_cost(), "a resource's spend")?;
             rate.1 += (c.charge_end - c.charge_start).num_seconds();
             rate.2 = rate.2.max(c.charge_end);
             rate.3 += 1;
         }
     }
-    Ok((seen, rates))
+    let rates = rates.into_iter().map(|(k, (spent, s, end, n))| (k, (spent.value(), s, end, n)));
+    Ok((seen, rates.collect()))
 }
 
 impl<'a> Context<'a> {
@@ -362,7 +370,8 @@ pub fn audit_rows(
     // Every rule's findings first, side by side (no rule reads the claims), so that the set
     // of claimed charges is made once at its size: grown as it went, rehashing millions of
     // ids was a fifth of an audit.
-    let found = crate::par::map(rules, |rule| rule.check(&ctx));
+    let found =
+        crate::par::map_heaviest_first(rules, |rule| rule.weight(), |rule| rule.check(&ctx));
     let found = found.into_iter().collect::<crate::Result<Vec<_>>>()?;
     // The last rule's charges are claimed from no one after it.
     let claimable = found.iter().rev().skip(1).flatten().map(|f| f.charges.len()).sum();

@@ -251,6 +251,10 @@ impl Rule for UnattachedStorage {
     fn name(&self) -> &'static str {
         "unattached-storage"
     }
+    /// Every disk and IP charge of the month.
+    fn weight(&self) -> u32 {
+        2
+    }
     fn check(&self, ctx: &Context<'_>) -> Result<Vec<Finding>> {
         let mut drafts = Drafts::default();
         let storage = [Category::SystemDisk, Category::DataDisk, Category::PublicIp];
@@ -515,13 +519,17 @@ impl Rule for TrafficHeavy {
     fn name(&self) -> &'static str {
         "traffic-heavy"
     }
+    /// Every charge of the month's instances, and a quotient per traffic line.
+    fn weight(&self) -> u32 {
+        4
+    }
     fn check(&self, ctx: &Context<'_>) -> Result<Vec<Finding>> {
         let share = ctx.config.waste.traffic_share;
-        let mut cost: HashMap<(Sym, Sym, Sym), (Decimal, Vec<&Row>)> = HashMap::default();
+        let mut cost: HashMap<(Sym, Sym, Sym), (money::Sum, Vec<&Row>)> = HashMap::default();
         for c in ctx.in_month() {
             let Some(i) = c.instance_id else { continue };
             let entry = cost.entry((c.platform, i, c.currency)).or_default();
-            entry.0 = money::add(entry.0, c.billed_cost(), "an instance's cost")?;
+            entry.0.add(c.billed_cost(), "an instance's cost")?;
             if c.category == Category::Traffic && c.billed_positive() {
                 entry.1.push(c);
             }
@@ -529,7 +537,7 @@ impl Rule for TrafficHeavy {
         let mut findings = Vec::new();
         let texts = |k: &(Sym, Sym, Sym)| (ctx.text(k.0), ctx.text(k.1), ctx.text(k.2));
         for (key, (total, traffic)) in in_text_order(cost, texts) {
-            let instance = ctx.text(key.1);
+            let (instance, total) = (ctx.text(key.1), total.value());
             let spent =
                 money::sum(traffic.iter().map(|c| c.billed_cost()), "an instance's traffic")?;
             let allowed = money::mul(share, total, "an instance's traffic allowance")?;
