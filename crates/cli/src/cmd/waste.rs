@@ -147,13 +147,14 @@ pub(crate) fn render_csv(findings: &[Finding]) -> String {
 
 /// The CSV of `findings`, a finding at a time.
 fn write_csv(out: &mut dyn std::io::Write, findings: &[Finding]) -> std::io::Result<()> {
-    let rows = findings.iter().map(|f| {
+    let size = |f: &Finding| 33 * f.charges.len() + 200;
+    crate::render::csv_par_to(out, CSV_HEADER, findings, size, |f| {
         let mut ids = String::with_capacity(33 * f.charges.len());
-        for (i, e) in f.charges.iter().enumerate() {
+        for (i, id) in f.charges.ids().enumerate() {
             if i > 0 {
                 ids.push(';');
             }
-            e.id.push_hex(&mut ids);
+            id.push_hex(&mut ids);
         }
         vec![
             f.code.to_owned(),
@@ -171,8 +172,7 @@ fn write_csv(out: &mut dyn std::io::Write, findings: &[Finding]) -> std::io::Res
             ids,
             f.recommendation.clone(),
         ]
-    });
-    crate::render::csv_to(out, CSV_HEADER, rows)
+    })
 }
 
 /// The JSON document of the month's findings, written a finding at a time (a month of

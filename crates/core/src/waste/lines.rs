@@ -98,6 +98,13 @@ impl Lines {
         self.lines.is_empty()
     }
 
+    /// The charge ids of the lines, in the order they were found: [`Lines::iter`]'s ids
+    /// without reading the rest of each line.
+    pub fn ids(&self) -> impl ExactSizeIterator<Item = ChargeId> + '_ {
+        let window = &*self.window;
+        self.lines.iter().map(move |&(place, _)| window.id(&window.rows[place as usize]))
+    }
+
     /// The lines, in the order they were found.
     pub fn iter(&self) -> impl ExactSizeIterator<Item = Evidence<'_>> + '_ {
         let window = &*self.window;
