@@ -170,16 +170,22 @@ pub struct Context<'a> {
     window: &'a Arc<Window>,
 }
 
-/// What [`Context::new`] reads from every row, by syms: the span each platform's charges
-/// cover and each resource's first charge (as a window keeps them of the rows it left out),
-/// and each resource's spend in `month`.
-type Scan = (LeftOut, HashMap<(Sym, Option<Sym>, Category, Sym), Rate>);
+/// Each resource's spend in `month`, by syms (what [`Context::new`] reads from every row
+/// beside what the rows tell as [`LeftOut`] does: the span each platform's charges cover and
+/// each resource's first charge).
+type Rates = HashMap<(Sym, Option<Sym>, Category, Sym), Rate>;
 
-fn scan(charges: &[Row], texts: &Texts, month: YearMonth) -> crate::Result<Scan> {
+fn seen(charges: &[Row], texts: &Texts) -> LeftOut {
     let mut seen = LeftOut::default();
-    let mut rates: HashMap<_, (crate::money::Sum, i64, Micros, usize)> = HashMap::default();
     for c in charges {
         seen.add(c, texts);
+    }
+    seen
+}
+
+fn rates(charges: &[Row], texts: &Texts, month: YearMonth) -> crate::Result<Rates> {
+    let mut rates: HashMap<_, (crate::money::Sum, i64, Micros, usize)> = HashMap::default();
+    for c in charges {
         if c.billing_period == month && c.is_spend() && c.billed_positive() {
             // An empty resource id is no resource.
             let resource = c.resource_id.filter(|&r| !texts.get(r).is_empty());
@@ -192,7 +198,7 @@ fn scan(charges: &[Row], texts: &Texts, month: YearMonth) -> crate::Result<Scan>
         }
     }
     let rates = rates.into_iter().map(|(k, (spent, s, end, n))| (k, (spent.value(), s, end, n)));
-    Ok((seen, rates.collect()))
+    Ok(rates.collect())
 }
 
 impl<'a> Context<'a> {
@@ -205,13 +211,14 @@ impl<'a> Context<'a> {
     ) -> crate::Result<Self> {
         let (charges, texts) = (&window.rows[..], &window.texts);
         // Keyed by syms while the rows are read (hashing a word, not texts, for each of
-        // millions of rows), by their texts after. The timelines are built meanwhile.
-        let (scan, timelines) = std::thread::scope(|scope| {
-            let timelines = scope.spawn(|| timeline::build(charges, texts));
-            let scan = scan(charges, texts, month);
-            (scan, timelines.join().unwrap_or_else(|panic| std::panic::resume_unwind(panic)))
+        // millions of rows), by their texts after. Three reads of every row, on two threads:
+        // the timelines (of compute rows only) and what the rows tell, and the rates.
+        let ((timelines, seen), rates) = std::thread::scope(|scope| {
+            let other = scope.spawn(|| (timeline::build(charges, texts), seen(charges, texts)));
+            let rates = rates(charges, texts, month);
+            (other.join().unwrap_or_else(|panic| std::panic::resume_unwind(panic)), rates)
         });
-        let (mut seen, rates) = scan?;
+        let (mut seen, rates) = (seen, rates?);
         // With what the rows left out of the window tell (a store's window keeps only the
         // look-back's compute).
         seen.merge(&window.left_out);
