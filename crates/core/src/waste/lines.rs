@@ -9,6 +9,7 @@ use rustc_hash::FxHashSet as HashSet;
 
 use super::Context;
 use crate::charge::ChargeId;
+use crate::money;
 use crate::window::{Row, Window};
 
 /// One bill line behind a finding, as the window it was found in holds it.
@@ -36,17 +37,36 @@ pub struct Evidence<'a> {
 pub struct Lines {
     window: Arc<Window>,
     lines: Vec<(u32, Decimal)>,
+    /// The wasted money of the lines, summed in their order as they were pushed (by a rule,
+    /// on its own thread); `None` once that is not their sum: lines taken out or added at
+    /// once, or a sum that does not fit ([`Lines::total`] then sums them again).
+    total: Option<money::Sum>,
 }
 
 impl Lines {
     /// No lines yet, of rows of `window`.
     pub(crate) fn of(window: &Arc<Window>, room: usize) -> Lines {
-        Lines { window: Arc::clone(window), lines: Vec::with_capacity(room) }
+        let lines = Vec::with_capacity(room);
+        Lines { window: Arc::clone(window), lines, total: Some(money::Sum::new()) }
     }
 
     /// Adds the row at `place` in the window, `wasted` of its cost.
     pub(crate) fn push_at(&mut self, place: u32, wasted: Decimal) {
         self.lines.push((place, wasted));
+        if let Some(total) = &mut self.total
+            && total.add(wasted, "").is_err()
+        {
+            self.total = None;
+        }
+    }
+
+    /// The exact sum of the lines' wasted money (what [`money::sum`] of
+    /// [`Lines::wasted`] gives, or its error naming `what`).
+    pub(crate) fn total(&self, what: &str) -> crate::Result<Decimal> {
+        match self.total {
+            Some(total) => Ok(total.value()),
+            None => money::sum(self.wasted(), what),
+        }
     }
 
     /// Adds `c`, one of `ctx`'s charges of the audited month, `wasted` of its cost (what a
@@ -70,6 +90,7 @@ impl Lines {
     pub(crate) fn append(&mut self, other: Lines) {
         debug_assert!(Arc::ptr_eq(&self.window, &other.window));
         self.lines.extend(other.lines);
+        self.total = None;
     }
 
     /// Each line's place and row.
@@ -79,8 +100,11 @@ impl Lines {
 
     /// Keeps the lines whose place and row pass `keep`.
     pub(super) fn retain(&mut self, mut keep: impl FnMut(u32, &Row) -> bool) {
-        let rows = &self.window.rows;
+        let (rows, before) = (&self.window.rows, self.lines.len());
         self.lines.retain(|&(place, _)| keep(place, &rows[place as usize]));
+        if self.lines.len() != before {
+            self.total = None;
+        }
     }
 
     /// The money of the lines counted as waste.
@@ -220,6 +244,35 @@ mod tests {
         z.retain(|place, _| place != 1);
         assert_eq!(x, z);
         assert_eq!(x.wasted().sum::<Decimal>(), Decimal::new(249, 2));
+    }
+
+    /// The total kept as lines are pushed is the sum of their wasted money, digit for digit
+    /// and scale for scale, after lines are taken out or added at once too; a sum that does
+    /// not fit is the error of summing them.
+    #[test]
+    fn the_total_kept_as_lines_come_is_the_sum_of_their_wasted_money() {
+        let charges: Vec<Charge> = (0..6).map(|i| charge(i, i as u64 + 2, 100)).collect();
+        let window = Arc::new(rows_of(&charges));
+        let exact = |l: &Lines| money::sum(l.wasted(), "t").unwrap().serialize();
+        let mut a = Lines::of(&window, 0);
+        for (place, wasted) in [(0, "1.50"), (1, "-1.5"), (2, "2"), (3, "0.000"), (4, "0.25")] {
+            a.push_at(place, wasted.parse().unwrap());
+            assert_eq!(a.total("t").unwrap().serialize(), exact(&a));
+        }
+        assert!(a.total.is_some(), "kept, not summed again");
+        a.retain(|place, _| place != 1);
+        assert!(a.total.is_none());
+        assert_eq!(a.total("t").unwrap().serialize(), exact(&a));
+        let mut b = Lines::of(&window, 0);
+        b.push_at(5, Decimal::new(-225, 2));
+        a.append(b);
+        assert_eq!(a.total("t").unwrap(), Decimal::new(150, 2));
+        let mut huge = Lines::of(&window, 0);
+        huge.push_at(0, Decimal::MAX);
+        huge.push_at(1, Decimal::MAX);
+        assert!(huge.total.is_none());
+        let err = huge.total("a finding's wasted money").unwrap_err().to_string();
+        assert!(err.starts_with("a finding's wasted money"), "{err}");
     }
 
     /// A rule of one's own adds lines of the month's charges of its context's window, and

@@ -388,8 +388,7 @@ pub fn audit_rows(
         let last = i + 1 == rules_found;
         for mut finding in findings {
             finding.charges.retain(|place, c| !claimed.has(window, place, c));
-            finding.amount =
-                crate::money::sum(finding.charges.wasted(), "a finding's wasted money")?;
+            finding.amount = finding.charges.total("a finding's wasted money")?;
             if finding.charges.is_empty() || finding.amount < config.waste.min_amount {
                 continue;
             }

@@ -104,7 +104,7 @@ impl<'a> Drafts<'a> {
             .map(|(_, group)| {
                 let first = group.first;
                 let (projection, recommendation) = describe(first)?;
-                let wasted = group.lines.wasted();
+                let amount = group.lines.total("a finding's wasted money")?;
                 Ok(Finding {
                     code: rule.code(),
                     rule: rule.name(),
@@ -116,7 +116,7 @@ impl<'a> Drafts<'a> {
                     category: first.category,
                     period_start: group.span.0.time(),
                     period_end: group.span.1.time(),
-                    amount: money::sum(wasted, "a finding's wasted money")?,
+                    amount,
                     currency: ctx.text(first.currency).to_owned(),
                     monthly_projection: projection,
                     charges: group.lines,
