@@ -199,10 +199,10 @@ fn csv_record<W: Write>(w: &mut csv::Writer<W>, row: &[String]) -> std::io::Resu
 const CSV_PART: usize = 4 << 20;
 
 /// [`csv_to`] of the rows `row` makes of `items` (the same bytes), made into CSV text a part
-/// at a time on two threads and written in order: a month's findings may list millions of
-/// bill lines, whose cells are most of the time of writing them. `size` tells about how
-/// many bytes an item's row takes, to cut the items into parts of about [`CSV_PART`] each
-/// (two parts are held at once).
+/// at a time on two threads while this one writes the parts before, in order: a month's
+/// findings may list millions of bill lines, whose cells are most of the time of writing
+/// them. `size` tells about how many bytes an item's row takes, to cut the items into parts
+/// of about [`CSV_PART`] each (each thread is at most two parts ahead of the writing).
 pub fn csv_par_to<T: Sync>(
     out: &mut dyn Write,
     header: &[&str],
@@ -219,27 +219,38 @@ pub fn csv_par_to<T: Sync>(
             (start, bytes) = (i + 1, 0);
         }
     }
-    let text = |part: std::ops::Range<usize>| -> std::io::Result<Vec<u8>> {
+    let text = |part: &std::ops::Range<usize>| -> std::io::Result<Vec<u8>> {
         let mut w = csv::Writer::from_writer(Vec::new());
-        for item in &items[part] {
+        for item in &items[part.clone()] {
             csv_record(&mut w, &row(item))?;
         }
         w.into_inner().map_err(csv::IntoInnerError::into_error)
     };
     csv_to(out, header, std::iter::empty::<Vec<String>>())?;
-    for pair in parts.chunks(2) {
-        let (first, second) = std::thread::scope(|scope| {
-            let second = pair.get(1).map(|part| scope.spawn(|| text(part.clone())));
-            let first = text(pair[0].clone());
-            let second = second.map(|h| h.join().unwrap_or_else(|p| std::panic::resume_unwind(p)));
-            (first, second)
-        });
-        out.write_all(&first?)?;
-        if let Some(second) = second {
-            out.write_all(&second?)?;
+    const THREADS: usize = 2;
+    std::thread::scope(|scope| {
+        // Part i is made by thread i % THREADS, and handed over through its own channel.
+        let made: Vec<_> = (0..THREADS)
+            .map(|k| {
+                let (tx, rx) = std::sync::mpsc::sync_channel(1);
+                let (parts, text) = (&parts, &text);
+                scope.spawn(move || {
+                    for part in parts.iter().skip(k).step_by(THREADS) {
+                        // The writer has stopped at an error: nothing more is wanted.
+                        if tx.send(text(part)).is_err() {
+                            return;
+                        }
+                    }
+                });
+                rx
+            })
+            .collect();
+        for i in 0..parts.len() {
+            let part = made[i % THREADS].recv().map_err(std::io::Error::other)??;
+            out.write_all(&part)?;
         }
-    }
-    out.flush()
+        out.flush()
+    })
 }
 
 /// `cell`, quoted with a `'` if a spreadsheet would take it for a formula (and it is not a
@@ -283,6 +294,23 @@ mod tests {
             assert_eq!(String::from_utf8(parts).unwrap(), once);
         }
         assert!(at_once.len() > CSV_PART, "{} bytes: more than one part", at_once.len());
+        // A writer that fails (a full disk, a closed pipe) stops the threads making parts:
+        // the error comes back, nothing hangs.
+        struct Full(usize);
+        impl Write for Full {
+            fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+                if self.0 < buf.len() {
+                    return Err(std::io::Error::other("full"));
+                }
+                self.0 -= buf.len();
+                Ok(buf.len())
+            }
+            fn flush(&mut self) -> std::io::Result<()> {
+                Ok(())
+            }
+        }
+        let err = csv_par_to(&mut Full(CSV_PART), &["n"], &rows, size, Clone::clone).unwrap_err();
+        assert_eq!(err.to_string(), "full");
     }
 
     #[test]
