@@ -195,8 +195,9 @@ fn csv_record<W: Write>(w: &mut csv::Writer<W>, row: &[String]) -> std::io::Resu
     .map_err(std::io::Error::from)
 }
 
-/// About how many bytes of CSV text [`csv_par_to`] makes at a time on each thread.
-const CSV_PART: usize = 4 << 20;
+/// About how many bytes of CSV text [`csv_par_to`] makes at a time on each thread (five
+/// parts at most are held at once).
+const CSV_PART: usize = 1 << 20;
 
 /// [`csv_to`] of the rows `row` makes of `items` (the same bytes), made into CSV text a part
 /// at a time on two threads while this one writes the parts before, in order: a month's
