@@ -82,6 +82,7 @@ impl Check for Arithmetic {
             let expected = money::mul(price, quantity, "a unit price times its quantity")?.abs();
             let actual = actual.abs();
             let difference = money::sub(actual, expected, "a line's arithmetic")?;
+            // Half a unit of the figure's last decimal, at least 0.01: always 0.01 (`agrees`).
             let tolerance = Decimal::new(1, 2);
             if difference.abs() <= tolerance {
                 continue;
