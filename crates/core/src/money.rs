@@ -59,12 +59,18 @@ pub fn add(a: Decimal, b: Decimal, what: &str) -> Result<Decimal> {
 /// scale is its own).
 #[inline]
 fn add_small(a: Decimal, b: Decimal) -> Option<Decimal> {
-    let (x, y) = (a.mantissa(), b.mantissa());
+    let (sum, scale) = add_parts((a.mantissa(), a.scale()), (b.mantissa(), b.scale()))?;
+    Decimal::try_from_i128_with_scale(sum, scale).ok()
+}
+
+/// [`add_small`] of two figures given as their mantissas and scales: their exact sum as a
+/// mantissa at the larger scale, or `None` where `Decimal` must add them.
+#[inline]
+fn add_parts((x, sa): (i128, u32), (y, sb): (i128, u32)) -> Option<(i128, u32)> {
     if x == 0 || y == 0 {
         // `Decimal` hands back the other operand at its own scale.
         return None;
     }
-    let (sa, sb) = (a.scale(), b.scale());
     let scale = sa.max(sb);
     let up = |m: i128, s: u32| m.checked_mul(*POW10.get((scale - s) as usize)?);
     let sum = up(x, sa)?.checked_add(up(y, sb)?)?;
@@ -72,7 +78,7 @@ fn add_small(a: Decimal, b: Decimal) -> Option<Decimal> {
     if sum == 0 || sum <= -LIMIT || sum >= LIMIT {
         return None;
     }
-    Decimal::try_from_i128_with_scale(sum, scale).ok()
+    Some((sum, scale))
 }
 
 /// An exact sum made a figure at a time: after adding figures in order it is what folding
@@ -105,28 +111,20 @@ impl Sum {
     /// Adds `x`, or gives the error [`add`] gives (naming `what`), the sum as it was.
     #[inline]
     pub fn add(&mut self, x: Decimal, what: &str) -> Result<()> {
-        let (m, scale) = (x.mantissa(), x.scale());
-        if self.mantissa == 0 || m == 0 {
-            // `add` hands back the other operand when one is zero.
-            if self.mantissa == 0 {
-                self.set(x);
-            }
+        // `add` hands back the other operand when one is zero.
+        if self.mantissa == 0 {
+            self.set(x);
             return Ok(());
         }
-        let top = self.scale.max(scale);
-        let up = |m: i128, s: u32| m.checked_mul(*POW10.get((top - s) as usize)?);
-        match up(self.mantissa, self.scale).zip(up(m, scale)).and_then(|(a, b)| a.checked_add(b)) {
-            // What `add_small` gives: not zero, and within 96 bits.
-            Some(sum) if sum != 0 && sum > -LIMIT && sum < LIMIT => {
-                (self.mantissa, self.scale) = (sum, top);
-                Ok(())
-            }
-            _ => {
+        match add_parts((self.mantissa, self.scale), (x.mantissa(), x.scale())) {
+            Some(sum) => (self.mantissa, self.scale) = sum,
+            None if x.is_zero() => {}
+            None => {
                 let sum = add(self.value(), x, what)?;
                 self.set(sum);
-                Ok(())
             }
         }
+        Ok(())
     }
 
     /// The sum.
