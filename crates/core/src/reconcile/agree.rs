@@ -5,7 +5,7 @@
 use rust_decimal::Decimal;
 
 /// Whether `|actual| − |price × quantity|` is within R001's tolerance, decided in integers
-/// where that is exactly what [`Arithmetic`] works out with `Decimal`s: the product fits
+/// where that is exactly what [`super::Arithmetic`] works out with `Decimal`s: the product fits
 /// `Decimal` (96 bits, 28 decimals, so `Decimal` does not round it) and both figures fit it
 /// at the larger of their scales (so their difference is exact). False where it cannot say:
 /// the caller then works it out with `Decimal`s, as for a line that does not agree.
