@@ -110,7 +110,8 @@ impl FileCtx {
     /// The whole record as text when every cell can be read from it without decoding each
     /// one: the record is ASCII, or the file is UTF-8 with a multibyte cell already seen (then
     /// nothing it holds can change the encoding). One validation pass per record instead of
-    /// one per cell; [`super::row::Row::text`] still decodes a cell whose bounds fall inside a character.
+    /// one per cell; [`super::row::Row::text`] still decodes a cell whose bounds fall inside
+    /// a character.
     pub(crate) fn whole<'r>(&self, record: &'r Record) -> Option<&'r str> {
         let bytes = record.as_slice();
         let settled_utf8 = self.encoding.get() == Encoding::Utf8 && self.seen_multibyte.get();
