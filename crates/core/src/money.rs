@@ -193,13 +193,7 @@ mod tests {
     /// The integer sum is `Decimal`'s, digit for digit, scale for scale, sign for sign.
     #[test]
     fn a_small_sum_is_decimal_s_own() {
-        let mut seed = 0x9e37_79b9_7f4a_7c15u64;
-        let mut next = || {
-            seed ^= seed << 13;
-            seed ^= seed >> 7;
-            seed ^= seed << 17;
-            seed
-        };
+        let mut next = crate::xorshift(0x9e37_79b9_7f4a_7c15u64);
         let mut values = vec![
             dec!(0.5),
             dec!(-0.5),
@@ -214,7 +208,7 @@ mod tests {
         for _ in 0..20_000 {
             let digits = next() % 19;
             let m = (next() % 10u64.pow(digits as u32).max(2)) as i64;
-            let m = if next() % 2 == 0 { -m } else { m };
+            let m = if next().is_multiple_of(2) { -m } else { m };
             values.push(Decimal::new(m, (next() % 29) as u32));
             // Pro-rated shares: quotients of 28 significant digits, and figures near the top.
             let part = Decimal::new((next() % 3600) as i64 + 1, 0);

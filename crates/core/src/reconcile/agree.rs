@@ -61,20 +61,14 @@ mod tests {
     /// are never worked out twice.
     #[test]
     fn a_line_agrees_in_integers_only_where_it_agrees_in_decimals() {
-        let mut seed = 0x2545_f491_4f6c_dd1du64;
-        let mut next = || {
-            seed ^= seed << 13;
-            seed ^= seed >> 7;
-            seed ^= seed << 17;
-            seed
-        };
+        let mut next = crate::xorshift(0x2545_f491_4f6c_dd1du64);
         let (mut agreed, mut disagreed) = (0, 0);
         for i in 0..200_000 {
             let mut figure = |wide: bool| {
                 let digits = if wide { next() % 30 } else { next() % 9 } as u32;
                 let m = i128::from(next()) << 64 | i128::from(next());
                 let m = m.rem_euclid(10i128.pow(digits.min(29)).max(2));
-                let m = if next() % 5 == 0 { -m } else { m };
+                let m = if next().is_multiple_of(5) { -m } else { m };
                 let scale = if wide { next() % 29 } else { next() % 7 } as u32;
                 Decimal::try_from_i128_with_scale(m % (1 << 96), scale).unwrap_or(Decimal::ONE)
             };
