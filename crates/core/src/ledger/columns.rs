@@ -22,23 +22,7 @@ fn mantissa_at_scale(d: Decimal) -> i128 {
 }
 
 pub(crate) fn decimal_from_mantissa(mut v: i128, scale: u32) -> Result<Decimal, String> {
-    // Nearly every amount's mantissa fits 64 bits: its trailing zeros are cut there, by
-    // divisions by constants (multiplications), not by the decimal's own normalising.
-    if let Ok(mut m) = i64::try_from(v)
-        && scale <= 28
-    {
-        if m == 0 {
-            return Ok(Decimal::ZERO);
-        }
-        let mut s = scale;
-        while s >= 4 && m % 10_000 == 0 {
-            m /= 10_000;
-            s -= 4;
-        }
-        while s > 0 && m % 10 == 0 {
-            m /= 10;
-            s -= 1;
-        }
+    if let Some((m, s)) = small_stripped(v, scale) {
         return Ok(Decimal::new(m, s));
     }
     // Most other values fit the decimal as they are: its own normalising is far cheaper
@@ -52,6 +36,38 @@ pub(crate) fn decimal_from_mantissa(mut v: i128, scale: u32) -> Result<Decimal, 
         scale -= 1;
     }
     Decimal::try_from_i128_with_scale(v, scale).map_err(|e| format!("decimal out of range: {e}"))
+}
+
+/// A mantissa that fits 64 bits at a scale a decimal can have, its trailing zeros cut (zero
+/// at scale 0): nearly every amount's, cut by divisions by constants (multiplications), not
+/// by the decimal's own normalising. `None` for any other.
+fn small_stripped(v: i128, scale: u32) -> Option<(i64, u32)> {
+    let mut m = i64::try_from(v).ok().filter(|_| scale <= 28)?;
+    if m == 0 {
+        return Some((0, 0));
+    }
+    let mut s = scale;
+    while s >= 4 && m % 10_000 == 0 {
+        m /= 10_000;
+        s -= 4;
+    }
+    while s > 0 && m % 10 == 0 {
+        m /= 10;
+        s -= 1;
+    }
+    Some((m, s))
+}
+
+/// [`crate::window::packed`] of [`decimal_from_mantissa`]`(v, scale)`, the same mantissa,
+/// sign and scale, without making the decimal for a mantissa of 64 bits.
+pub(crate) fn packed_from_mantissa(v: i128, scale: u32) -> Result<([u32; 3], u8), String> {
+    match small_stripped(v, scale) {
+        Some((m, s)) => {
+            let a = m.unsigned_abs();
+            Ok(([a as u32, (a >> 32) as u32, 0], (u8::from(m < 0) << 7) | s as u8))
+        }
+        None => Ok(crate::window::packed(decimal_from_mantissa(v, scale)?)),
+    }
 }
 
 /// The columns of a part file but the ids, built a charge at a time on the parsing threads

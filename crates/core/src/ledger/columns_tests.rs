@@ -101,7 +101,7 @@ fn text_columns_hold_what_was_pushed_whether_one_value_or_many() {
 }
 
 #[test]
-fn a_mantissa_read_back_is_the_normalised_decimal_exactly_on_either_path() {
+fn a_mantissa_read_back_is_the_normalised_decimal_exactly_on_either_path_and_packed() {
     // Mantissas at the ledger's scale: within 64 bits (the fast path) and beyond it.
     let mut values: Vec<i128> = vec![0, 1, -1, 10, -10, 1_000_000_000_000, i64::MAX as i128];
     values.extend([i64::MIN as i128, i64::MAX as i128 + 1, -(i64::MAX as i128) - 10]);
@@ -118,9 +118,13 @@ fn a_mantissa_read_back_is_the_normalised_decimal_exactly_on_either_path() {
         values.push((x % 1_000_000_000_007) * zeros * if x % 2 == 0 { 1 } else { -1 });
     }
     for v in values {
-        for scale in [0, 2, 12, 28] {
+        for scale in [0, 2, 12, 28, 29, 38] {
             let want = Decimal::try_from_i128_with_scale(v, scale).map(|d| d.normalize());
             let got = decimal_from_mantissa(v, scale);
+            // As a window's row keeps it: the same mantissa, sign and scale, and the same
+            // error.
+            let packed = packed_from_mantissa(v, scale);
+            assert_eq!(packed, got.clone().map(crate::window::packed), "{v} at {scale}");
             if let Ok(want) = want {
                 let got = got.unwrap();
                 assert_eq!(

@@ -3,11 +3,12 @@
 //! optional amounts only for a window that keeps them.
 
 use polars::prelude::*;
+use polars_arrow::array::Array;
 
-use super::columns::{Read, parse, required};
+use super::columns::{Read, instants, packed_from_mantissa, parse, required};
 use super::schema::{self, SCHEMA, Type};
 use crate::charge::ChargeId;
-use crate::window::{Amounts, Row, RowOrigin, Side, Texts, packed};
+use crate::window::{Amounts, Micros, Row, RowOrigin, Side, Texts};
 
 /// Text column `name` of `df`, each value mapped by `f`, which sees each distinct value of a
 /// chunk about once: values are told apart by their Arrow views (a text of up to 12 bytes is
@@ -96,15 +97,19 @@ pub(crate) type PartRows = (Vec<Row>, Side, Texts);
 /// See [`PartRows`].
 pub(crate) fn rows_from_frame(df: &DataFrame, wanted: Wanted) -> Result<PartRows, String> {
     let mut texts = Texts::default();
-    let mapped_type =
-        |c: &&schema::Column| matches!(c.type_, Type::Text | Type::Enum(_) | Type::Month);
-    let r = Read::of(df, row_columns(wanted).filter(|c| !mapped_type(c)))?;
-    let (start, end) = (r.micros("charge_start")?, r.micros("charge_end")?);
+    // The instants, the billed cost and the ids straight from their arrays; the columns read
+    // only for some uses through `Read`.
+    let by_read = |c: &&schema::Column| {
+        matches!(c.type_, Type::Count | Type::Line)
+            || (matches!(c.type_, Type::Decimal) && c.name != "billed_cost")
+    };
+    let r = Read::of(df, row_columns(wanted).filter(by_read))?;
+    let (start, end) = (micros(df, "charge_start")?, micros(df, "charge_end")?);
     let period = mapped(df, "billing_period", str::parse::<crate::charge::YearMonth>)?;
     let category = mapped(df, "category", str::parse::<crate::charge::Category>)?;
     let kind = mapped(df, "kind", str::parse::<crate::charge::Kind>)?;
     let pricing = mapped(df, "pricing", str::parse::<crate::charge::Pricing>)?;
-    let billed_cost = r.decimal("billed_cost")?;
+    let billed_cost = costs(df, "billed_cost")?;
     let amounts = match (wanted.amounts, wanted.quantity_only) {
         (false, _) => Vec::new(),
         (true, true) => {
@@ -119,7 +124,7 @@ pub(crate) fn rows_from_frame(df: &DataFrame, wanted: Wanted) -> Result<PartRows
                 .collect()
         }
     };
-    let ids = if wanted.ids { Some(r.text("id")?) } else { None };
+    let ids = if wanted.ids { charge_ids(df)? } else { Vec::new() };
     let line = if wanted.lines { Some(r.int("source_line")?) } else { None };
     let gpu_count = if wanted.usage { Some(r.int("gpu_count")?) } else { None };
     let mut sym = |name| mapped(df, name, |t| Ok(texts.sym(t)));
@@ -132,12 +137,8 @@ pub(crate) fn rows_from_frame(df: &DataFrame, wanted: Wanted) -> Result<PartRows
     let empty = texts.sym("");
     // Pushed into room for them all: a `Result`'s collect does not know how many come.
     let mut rows = Vec::with_capacity(df.height());
-    let ids = match ids {
-        Some(ids) => ids.iter().map(|&id| parse::<ChargeId>(id, "id")).collect::<Result<_, _>>()?,
-        None => Vec::new(),
-    };
     for i in 0..df.height() {
-        let (cost, cost_flags) = packed(required(billed_cost[i], "billed_cost")?);
+        let (cost, cost_flags) = billed_cost[i];
         rows.push(Row {
             platform: required(platform[i], "platform")?,
             account: account[i],
@@ -170,4 +171,54 @@ pub(crate) fn rows_from_frame(df: &DataFrame, wanted: Wanted) -> Result<PartRows
         });
     }
     Ok((rows, Side { amounts, ids }, texts))
+}
+
+/// Instant column `name` as [`Read::micros`] reads it (the same values, the same error),
+/// from its arrays.
+fn micros(df: &DataFrame, name: &str) -> Result<Vec<Micros>, String> {
+    let column = df.column(name).map_err(|e| e.to_string())?;
+    let values = column.datetime().map_err(|e| format!("column {name}: {e}"))?.physical();
+    let (range, mut out) = (instants(), Vec::with_capacity(values.len()));
+    for array in values.downcast_iter() {
+        let invalid =
+            Array::null_count(array) > 0 || !array.values().iter().all(|v| range.contains(v));
+        if invalid {
+            return Err(format!("{name}: missing or invalid instant"));
+        }
+        out.extend(array.values().iter().map(|&v| Micros(v)));
+    }
+    Ok(out)
+}
+
+/// Decimal column `name` as a [`Row`] keeps its billed cost ([`crate::window::packed`] of
+/// the decimal [`Read::decimal`] reads), from its arrays; a null is refused.
+fn costs(df: &DataFrame, name: &str) -> Result<Vec<([u32; 3], u8)>, String> {
+    let column = df.column(name).map_err(|e| e.to_string())?;
+    let decimals = column.decimal().map_err(|e| format!("column {name}: {e}"))?;
+    let scale = decimals.scale() as u32;
+    let mut out = Vec::with_capacity(decimals.len());
+    for array in decimals.physical().downcast_iter() {
+        if Array::null_count(array) > 0 {
+            return Err(format!("column {name} has a null"));
+        }
+        for &v in array.values().iter() {
+            out.push(packed_from_mantissa(v, scale)?);
+        }
+    }
+    Ok(out)
+}
+
+/// The `id` column's charge ids, from its arrays; a null or a text that is not an id is
+/// refused as [`parse`] refuses it.
+fn charge_ids(df: &DataFrame) -> Result<Vec<ChargeId>, String> {
+    let column = df.column("id").map_err(|e| e.to_string())?;
+    let texts = column.str().map_err(|e| format!("column id: {e}"))?;
+    let mut out = Vec::with_capacity(texts.len());
+    for array in texts.downcast_iter() {
+        for i in 0..array.len() {
+            let valid = Array::is_valid(array, i);
+            out.push(parse::<ChargeId>(valid.then(|| array.value(i)), "id")?);
+        }
+    }
+    Ok(out)
 }
