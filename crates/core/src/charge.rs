@@ -470,7 +470,10 @@ mod tests {
 
     #[test]
     fn hex_ids_are_what_display_writes() {
-        for id in [0u128, 1, 0xabc, u128::MAX, 0x0123_4567_89ab_cdef_fedc_ba98_7654_3210] {
+        let mut next = crate::xorshift(7);
+        let random = (0..1000).map(|_| u128::from(next()) << 64 | u128::from(next()));
+        let some = [0u128, 1, 0xabc, u128::MAX, 0x0123_4567_89ab_cdef_fedc_ba98_7654_3210];
+        for id in some.into_iter().chain(random) {
             let mut text = String::new();
             ChargeId(id).push_hex(&mut text);
             assert_eq!(text, format!("{id:032x}"));
