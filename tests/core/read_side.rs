@@ -230,6 +230,26 @@ fn waste_reconcile_and_cost_on_the_columnar_window_equal_them_on_the_loaded_char
         let got = store.audit(month, &config, waste::RULES, &platforms).unwrap();
         assert_eq!(got, want, "waste {month}");
         findings += got.len();
+        // Read without the evidence: the same findings, lines, ids and amounts; only where
+        // each line was read is left out.
+        let lean = store.audit_without_evidence(month, &config, waste::RULES, &platforms).unwrap();
+        assert_eq!(lean.len(), got.len(), "lean waste {month}");
+        for (lean, full) in lean.iter().zip(&got) {
+            // Every field but the lines, then the lines.
+            let mut same = lean.clone();
+            same.charges = full.charges.clone();
+            assert_eq!(&same, full, "lean waste {month}");
+            assert_eq!(lean.charges.len(), full.charges.len());
+            for (l, f) in lean.charges.iter().zip(full.charges.iter()) {
+                assert_eq!((l.file, l.line), ("", 0));
+                assert!(!f.file.is_empty() && f.line > 0, "{f:?}");
+                let (l, f) = (
+                    (l.id, l.item, l.billed_cost, l.wasted),
+                    (f.id, f.item, f.billed_cost, f.wasted),
+                );
+                assert_eq!(l, f);
+            }
+        }
 
         let input = ReconcileInput { platforms: platforms.clone(), ..ReconcileInput::default() };
         let around = LoadFilter { months: reconcile::months_to_read(month) };

@@ -74,7 +74,12 @@ pub fn run(
         select(&args.rules, waste::RULES, waste::rule_by_code, "rule", "rules: W001 to W006")?;
     // The same facts cut the months and show local times.
     let platforms = store.platforms_over(profiles)?;
-    let findings = store.audit(month, &config, &rules, &platforms)?;
+    // Only the JSON document and `--explain` show where each bill line was read.
+    let findings = if args.format == Format::Json || args.explain {
+        store.audit(month, &config, &rules, &platforms)?
+    } else {
+        store.audit_without_evidence(month, &config, &rules, &platforms)?
+    };
     let totals = waste::totals(&findings)?;
     match args.format {
         Format::Csv => emit_with(|out| write_csv(out, &findings))?,

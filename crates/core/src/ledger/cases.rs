@@ -29,13 +29,41 @@ impl Store {
 
     /// The waste findings of `month` by `rules`: reads the month and its look-back
     /// ([`waste::months_to_read`]), each platform cut in its zone from `platforms`
-    /// ([`Store::platforms_over`]).
+    /// ([`Store::platforms_over`]). Each finding's bill lines show where they were read
+    /// ([`waste::Evidence`]: file and line).
     pub fn audit(
         &self,
         month: YearMonth,
         config: &Config,
         rules: &[&dyn Rule],
         platforms: &Platforms,
+    ) -> Result<Vec<Finding>> {
+        self.audit_reading(month, config, rules, platforms, true)
+    }
+
+    /// [`Store::audit`] for an output that does not show where each bill line was read
+    /// (the CLI's CSV, its tables without `--explain`): the same findings, of the same
+    /// lines, ids, items and amounts, but the files and lines of the charges are not read,
+    /// and each [`waste::Evidence`] has an empty `file` and `line` 0. No rule reads them:
+    /// they are evidence only, which the ledger reads only for an output that shows it.
+    pub fn audit_without_evidence(
+        &self,
+        month: YearMonth,
+        config: &Config,
+        rules: &[&dyn Rule],
+        platforms: &Platforms,
+    ) -> Result<Vec<Finding>> {
+        self.audit_reading(month, config, rules, platforms, false)
+    }
+
+    /// [`Store::audit`], reading the files and lines of the month's charges if `evidence`.
+    fn audit_reading(
+        &self,
+        month: YearMonth,
+        config: &Config,
+        rules: &[&dyn Rule],
+        platforms: &Platforms,
+        evidence: bool,
     ) -> Result<Vec<Finding>> {
         let months = waste::months_to_read(month, config);
         // Of the look-back, only compute is kept (as every window kept in part keeps it):
@@ -44,12 +72,13 @@ impl Store {
         // Most of a window is the look-back's disks, IPs and traffic.
         let keep = |r: &crate::window::Row, _: Option<&_>| r.billing_period == month;
         // No rule reads a unit or a GPU count, and findings rest on the month's charges
-        // only: of the look-back, ids, files and lines are not read.
+        // only: of the look-back, ids, files and lines are not read (nor of the month its
+        // files and lines, unless the evidence is shown).
         let only = Some(std::slice::from_ref(&month));
+        let lines = if evidence { only } else { Some(&[][..]) };
         // Of the other months only compute is kept: their look-back files hold it.
         let look_back = Some(month);
-        let reading =
-            Reading { usage: false, ids: only, lines: only, look_back, ..Reading::all(false) };
+        let reading = Reading { usage: false, ids: only, lines, look_back, ..Reading::all(false) };
         let window = self.load_lean(&LoadFilter { months }, reading, &keep)?;
         waste::audit_rows(rules, &Arc::new(window), month, config, platforms)
     }
