@@ -134,6 +134,20 @@ impl Amounts {
         out
     }
 
+    /// [`Amounts::new`] of the four amounts as [`packed`] gives each (mantissa, then sign
+    /// and scale): the same amounts, without making their decimals.
+    #[cfg_attr(not(feature = "store"), allow(dead_code))]
+    pub(crate) fn of_packed(values: [Option<Packed>; 4]) -> Self {
+        let mut out = Amounts::default();
+        for (i, value) in values.iter().enumerate() {
+            let Some((mantissa, flags)) = value else { continue };
+            out.mantissas[i] = *mantissa;
+            let meta = 1 | (u32::from(flags >> 7) << 1) | (u32::from(flags & 0x1f) << 2);
+            out.meta |= meta << (7 * i);
+        }
+        out
+    }
+
     /// Quantity billed.
     pub fn quantity(&self) -> Option<Decimal> {
         self.get(0)
@@ -278,8 +292,12 @@ impl Row {
     }
 }
 
+/// A figure as a [`Row`] keeps it ([`packed`]): its mantissa's three words, low first, and
+/// its sign (the high bit) and scale (the low five) in a byte.
+pub(crate) type Packed = ([u32; 3], u8);
+
 /// `d` as a [`Row`] keeps it: its mantissa's three words, and its sign and scale in a byte.
-pub(crate) fn packed(d: Decimal) -> ([u32; 3], u8) {
+pub(crate) fn packed(d: Decimal) -> Packed {
     let (mantissa, negative, scale) = parts_of(d);
     (mantissa, (u8::from(negative) << 7) | (scale as u8 & 0x1f))
 }

@@ -19,6 +19,8 @@ fn amounts_keep_every_decimal_exactly_and_their_absence() {
         let b = values[(i + 3) % values.len()];
         let all = [Some(a), None, Some(b), Some(a)];
         let packed = Amounts::new(all);
+        // Made from each figure's packed parts: the same amounts.
+        assert_eq!(Amounts::of_packed(all.map(|d| d.map(super::packed))), packed, "{a} {b}");
         for (k, want) in all.iter().enumerate() {
             let got = packed.get(k);
             assert_eq!(got, *want, "{a} {b} at {k}");

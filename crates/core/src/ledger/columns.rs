@@ -60,7 +60,7 @@ fn small_stripped(v: i128, scale: u32) -> Option<(i64, u32)> {
 
 /// [`crate::window::packed`] of [`decimal_from_mantissa`]`(v, scale)`, the same mantissa,
 /// sign and scale, without making the decimal for a mantissa of 64 bits.
-pub(crate) fn packed_from_mantissa(v: i128, scale: u32) -> Result<([u32; 3], u8), String> {
+pub(crate) fn packed_from_mantissa(v: i128, scale: u32) -> Result<crate::window::Packed, String> {
     match small_stripped(v, scale) {
         Some((m, s)) => {
             let a = m.unsigned_abs();

@@ -8,7 +8,7 @@ use polars_arrow::array::Array;
 use super::columns::{Read, instants, packed_from_mantissa, parse, required};
 use super::schema::{self, SCHEMA, Type};
 use crate::charge::ChargeId;
-use crate::window::{Amounts, Micros, Row, RowOrigin, Side, Texts};
+use crate::window::{Amounts, Micros, Packed, Row, RowOrigin, Side, Texts};
 
 /// Text column `name` of `df`, each value mapped by `f`, which sees each distinct value of a
 /// chunk about once: values are told apart by their Arrow views (a text of up to 12 bytes is
@@ -99,28 +99,25 @@ pub(crate) fn rows_from_frame(df: &DataFrame, wanted: Wanted) -> Result<PartRows
     let mut texts = Texts::default();
     // The instants, the billed cost and the ids straight from their arrays; the columns read
     // only for some uses through `Read`.
-    let by_read = |c: &&schema::Column| {
-        matches!(c.type_, Type::Count | Type::Line)
-            || (matches!(c.type_, Type::Decimal) && c.name != "billed_cost")
-    };
+    let by_read = |c: &&schema::Column| matches!(c.type_, Type::Count | Type::Line);
     let r = Read::of(df, row_columns(wanted).filter(by_read))?;
     let (start, end) = (micros(df, "charge_start")?, micros(df, "charge_end")?);
     let period = mapped(df, "billing_period", str::parse::<crate::charge::YearMonth>)?;
     let category = mapped(df, "category", str::parse::<crate::charge::Category>)?;
     let kind = mapped(df, "kind", str::parse::<crate::charge::Kind>)?;
     let pricing = mapped(df, "pricing", str::parse::<crate::charge::Pricing>)?;
-    let billed_cost = costs(df, "billed_cost")?;
+    let billed_cost = packed(df, "billed_cost")?;
     let amounts = match (wanted.amounts, wanted.quantity_only) {
         (false, _) => Vec::new(),
         (true, true) => {
-            let quantity = r.decimal("quantity")?;
-            quantity.iter().map(|&q| Amounts::new([q, None, None, None])).collect()
+            let quantity = packed(df, "quantity")?;
+            quantity.iter().map(|&q| Amounts::of_packed([q, None, None, None])).collect()
         }
         (true, false) => {
-            let (quantity, unit_price) = (r.decimal("quantity")?, r.decimal("unit_price")?);
-            let (list, balance) = (r.decimal("list_cost")?, r.decimal("balance_after")?);
+            let (quantity, unit_price) = (packed(df, "quantity")?, packed(df, "unit_price")?);
+            let (list, balance) = (packed(df, "list_cost")?, packed(df, "balance_after")?);
             (0..df.height())
-                .map(|i| Amounts::new([quantity[i], unit_price[i], list[i], balance[i]]))
+                .map(|i| Amounts::of_packed([quantity[i], unit_price[i], list[i], balance[i]]))
                 .collect()
         }
     };
@@ -138,7 +135,7 @@ pub(crate) fn rows_from_frame(df: &DataFrame, wanted: Wanted) -> Result<PartRows
     // Pushed into room for them all: a `Result`'s collect does not know how many come.
     let mut rows = Vec::with_capacity(df.height());
     for i in 0..df.height() {
-        let (cost, cost_flags) = billed_cost[i];
+        let (cost, cost_flags) = required(billed_cost[i], "billed_cost")?;
         rows.push(Row {
             platform: required(platform[i], "platform")?,
             account: account[i],
@@ -190,19 +187,38 @@ fn micros(df: &DataFrame, name: &str) -> Result<Vec<Micros>, String> {
     Ok(out)
 }
 
-/// Decimal column `name` as a [`Row`] keeps its billed cost ([`crate::window::packed`] of
-/// the decimal [`Read::decimal`] reads), from its arrays; a null is refused.
-fn costs(df: &DataFrame, name: &str) -> Result<Vec<([u32; 3], u8)>, String> {
+/// Decimal column `name` as a [`Row`] keeps its billed cost and [`Amounts`] their figures
+/// ([`crate::window::packed`] of the decimal [`Read::decimal`] reads), from its arrays.
+fn packed(df: &DataFrame, name: &str) -> Result<Vec<Option<Packed>>, String> {
     let column = df.column(name).map_err(|e| e.to_string())?;
     let decimals = column.decimal().map_err(|e| format!("column {name}: {e}"))?;
     let scale = decimals.scale() as u32;
+    // A bill repeats its prices, quantities and costs: each value's packing is kept in a
+    // slot of its own hash, and a value found in its slot is not packed again. Every slot
+    // starts as zero's (zero packs the same at any scale).
+    let mut memo: [(i128, Packed); 256] = [(0, ([0; 3], 0)); 256];
+    let mut pack = |v: i128| -> Result<Packed, String> {
+        let slot =
+            ((v as u64 ^ (v >> 64) as u64).wrapping_mul(0x9e37_79b9_7f4a_7c15) >> 56) as usize;
+        match memo[slot] {
+            (key, p) if key == v => Ok(p),
+            _ => {
+                let p = packed_from_mantissa(v, scale)?;
+                memo[slot] = (v, p);
+                Ok(p)
+            }
+        }
+    };
     let mut out = Vec::with_capacity(decimals.len());
     for array in decimals.physical().downcast_iter() {
-        if Array::null_count(array) > 0 {
-            return Err(format!("column {name} has a null"));
+        if Array::null_count(array) == 0 {
+            for &v in array.values().iter() {
+                out.push(Some(pack(v)?));
+            }
+            continue;
         }
-        for &v in array.values().iter() {
-            out.push(packed_from_mantissa(v, scale)?);
+        for v in array.iter() {
+            out.push(v.map(|&v| pack(v)).transpose()?);
         }
     }
     Ok(out)
