@@ -72,7 +72,20 @@ fn add_parts((x, sa): (i128, u32), (y, sb): (i128, u32)) -> Option<(i128, u32)> 
         return None;
     }
     let scale = sa.max(sb);
-    let up = |m: i128, s: u32| m.checked_mul(*POW10.get((scale - s) as usize)?);
+    // Most figures are brought up by nothing (a running sum is at the largest scale seen),
+    // or are of 64 bits brought up by at most 18 digits, which no i128 overflows: the
+    // checked 128-bit multiplication only for the rest.
+    let up = |m: i128, s: u32| {
+        let k = (scale - s) as usize;
+        if k == 0 {
+            return Some(m);
+        }
+        let p = *POW10.get(k)?;
+        match i64::try_from(m) {
+            Ok(small) if k <= 18 => Some(i128::from(small) * p),
+            _ => m.checked_mul(p),
+        }
+    };
     let sum = up(x, sa)?.checked_add(up(y, sb)?)?;
     // A zero's sign is `Decimal`'s to choose.
     if sum == 0 || sum <= -LIMIT || sum >= LIMIT {

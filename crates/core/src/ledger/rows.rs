@@ -24,23 +24,30 @@ pub(super) fn mapped<T: Copy>(
     let texts = column.str().map_err(|e| format!("column {name}: {e}"))?;
     let mut out = Vec::with_capacity(texts.len());
     for array in texts.downcast_iter() {
-        // A view names bytes of its own chunk's buffers: a memo per chunk.
+        // A view names bytes of its own chunk's buffers: a memo per chunk, with in front of
+        // it a slot per hash of a view (a column that takes turns between a few values, as
+        // a resource's compute, disk and IP lines do, is mapped without its memo).
         let mut memo: rustc_hash::FxHashMap<u128, T> = Default::default();
-        let mut last: Option<(u128, T)> = None;
+        let mut slots: [Option<(u128, T)>; 64] = [None; 64];
         for (i, view) in array.views().iter().enumerate() {
             if !polars_arrow::array::Array::is_valid(array, i) {
                 out.push(None);
                 continue;
             }
             let key = view.as_u128();
-            let value = match last {
+            let slot = ((key as u64 ^ (key >> 64) as u64).wrapping_mul(0x9e37_79b9_7f4a_7c15) >> 58)
+                as usize;
+            let value = match slots[slot] {
                 Some((k, v)) if k == key => v,
-                _ => match memo.get(&key) {
-                    Some(&v) => v,
-                    None => *memo.entry(key).or_insert(f(array.value(i))?),
-                },
+                _ => {
+                    let v = match memo.get(&key) {
+                        Some(&v) => v,
+                        None => *memo.entry(key).or_insert(f(array.value(i))?),
+                    };
+                    slots[slot] = Some((key, v));
+                    v
+                }
             };
-            last = Some((key, value));
             out.push(Some(value));
         }
     }
