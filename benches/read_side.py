@@ -114,10 +114,11 @@ DUCK_COLUMNS = """SELECT count(DISTINCT resource_id), count(DISTINCT instance_id
 count(DISTINCT (platform, account, currency, gpu_model, source_item, billing_period, category, kind, pricing)),
 sum(billed_cost), min(charge_start), max(charge_end), {extra}
 FROM {parts} WHERE month IN ({months})"""
-IN_MAY = "max(CASE WHEN month = '2024-05' THEN id END), max(CASE WHEN month = '2024-05' THEN source_file END), " \
-         "sum(CASE WHEN month = '2024-05' THEN source_line END)"
+IN_MAY = "max(CASE WHEN month = '2024-05' THEN id END)"
 EXTRA = {
-    "waste": IN_MAY,  # the look-back's ids, files and lines are not read
+    # Of the month's own columns only the ids: `waste --format csv` reads no file or line
+    # (they are read only for an output that shows them).
+    "waste": IN_MAY,
     "reconcile": "sum(quantity), sum(unit_price), sum(list_cost), sum(balance_after), max(source_file), "
                  "sum(source_line)",
     "cost": "sum(quantity)",
