@@ -172,7 +172,7 @@ pub fn csv(header: &[&str], rows: &[Vec<String>]) -> String {
     String::from_utf8(out).unwrap_or_default()
 }
 
-/// [`csv`] written to `out` a row at a time, each row made as it is written.
+/// [`csv()`] written to `out` a row at a time, each row made as it is written.
 pub fn csv_to<R: AsRef<[String]>>(
     out: &mut dyn Write,
     header: &[&str],

@@ -41,9 +41,10 @@ impl fmt::Display for ChargeId {
 
 impl ChargeId {
     /// The id written as exactly 32 hex digits (either case; nothing else, not even a sign),
-    /// read eight digits at a time as one 64-bit word (see [`eight_digits`]): a window reads
-    /// one per charge of its audited month, and the general radix parser, with its checked
-    /// 128-bit steps, was a tenth of reading one; a table lookup per digit, a twentieth.
+    /// read eight digits at a time as one 64-bit word, each byte tested and turned into its
+    /// digit in its lane at once: a window reads one per charge of its audited month, and
+    /// the general radix parser, with its checked 128-bit steps, was a tenth of reading one;
+    /// a table lookup per digit, a twentieth.
     pub fn from_hex(text: &str) -> Option<ChargeId> {
         let bytes: &[u8; 32] = text.as_bytes().try_into().ok()?;
         let mut value = 0u128;
