@@ -208,3 +208,76 @@ fn an_instant_beyond_chrono_s_is_refused_by_both_readers() {
         }
     }
 }
+
+/// A part file whose billed costs, amounts or ids are damaged (a null where none may be, a
+/// text that is not an id) is refused alike, with the same message, by the reader of charges
+/// and by the reader of a window's rows; what may be missing or written otherwise (an amount,
+/// an id in capitals) is read alike, to the same digits and ids.
+#[test]
+fn damaged_costs_amounts_and_ids_are_refused_alike_by_both_readers() {
+    let mut builder = FrameBuilder::new(2);
+    for c in charges() {
+        builder.push(&c);
+    }
+    let frame = with_ids(builder.finish().unwrap(), &[1, 2]).unwrap();
+    let wanted = super::super::rows::Wanted {
+        amounts: true,
+        quantity_only: false,
+        ids: true,
+        lines: true,
+        usage: true,
+    };
+    let decimals = |name: &str, values: [Option<i128>; 2]| {
+        let values = Int128Chunked::from_iter_options(name.into(), values.into_iter());
+        values.into_decimal(PRECISION, SCALE).unwrap().into_series().into_column()
+    };
+    let texts = |name: &str, values: [Option<&str>; 2]| {
+        StringChunked::from_iter_options(name.into(), values.into_iter())
+            .into_series()
+            .into_column()
+    };
+    let id = format!("{:032X}", 0xabc_u128);
+    let cases = [
+        (decimals("billed_cost", [Some(-5), None]), Some("column billed_cost has a null")),
+        (texts("id", [Some(&id), None]), Some("column id has a null")),
+        (texts("id", [Some("zz"), Some(&id)]), Some("is not a charge id")),
+        (texts("id", [Some(&id), Some(&id[1..])]), Some("is not a charge id")),
+        (texts("id", [Some(&id), Some("0x0000000000000000000000000000ab")]), Some("not a charge")),
+        (decimals("billed_cost", [Some(-1_230_000_000_000), Some(10i128.pow(30))]), None),
+        (decimals("quantity", [None, Some(7_000_000_000_000)]), None),
+        (decimals("balance_after", [Some(0), Some(-1)]), None),
+        (texts("id", [Some(&id), Some(&id.to_lowercase())]), None),
+    ];
+    for (column, refused) in cases {
+        let mut frame = frame.clone();
+        let name = column.name().to_string();
+        frame.replace(&name, column).unwrap();
+        let mut bytes = Vec::new();
+        super::super::part::write(&mut bytes, &mut frame).unwrap();
+        let frame = ParquetReader::new(std::io::Cursor::new(bytes)).finish().unwrap();
+        let charges = from_frame(&frame);
+        let rows = super::super::rows::rows_from_frame(&frame, wanted);
+        match (refused, charges, rows) {
+            (Some(why), Err(a), Err(b)) => {
+                assert_eq!(a, b, "{name}");
+                assert!(a.contains(why), "{name}: {a}");
+            }
+            (None, Ok(charges), Ok((rows, side, _))) => {
+                for (i, (c, r)) in charges.iter().zip(&rows).enumerate() {
+                    let (want, got) = (c.billed_cost, r.billed_cost());
+                    assert_eq!((got, got.to_string()), (want, want.to_string()), "{name}");
+                    assert_eq!(side.ids[i], c.id, "{name}");
+                    let a = side.amounts[i];
+                    let got = [a.quantity(), a.unit_price(), a.list_cost(), a.balance_after()];
+                    let want = [c.quantity, c.unit_price, c.list_cost, c.balance_after];
+                    let text = |v: [Option<Decimal>; 4]| v.map(|d| d.map(|d| d.to_string()));
+                    assert_eq!(text(got), text(want), "{name}");
+                }
+                assert_eq!(rows.len(), 2);
+            }
+            (refused, charges, rows) => {
+                panic!("{name}: want {refused:?}, got {:?} and {:?}", charges.err(), rows.err())
+            }
+        }
+    }
+}
