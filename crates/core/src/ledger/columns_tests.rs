@@ -168,15 +168,20 @@ fn instants_made_a_day_at_a_time_are_chrono_s() {
     }
 }
 
-/// An instant no `DateTime` can be, in a part file's column, is refused alike by the reader
-/// of charges and by the reader of a window's rows, and an instant at either end is taken.
-#[test]
-fn an_instant_beyond_chrono_s_is_refused_by_both_readers() {
+/// The frame of [`charges`] with ids, as an import makes it.
+fn frame_of_charges() -> DataFrame {
     let mut builder = FrameBuilder::new(2);
     for c in charges() {
         builder.push(&c);
     }
-    let frame = with_ids(builder.finish().unwrap(), &[1, 2]).unwrap();
+    with_ids(builder.finish().unwrap(), &[1, 2]).unwrap()
+}
+
+/// `frame` written as a part file and read back (its enums as texts), then read by the reader
+/// of charges and by the reader of a window's rows (every column of them).
+fn both_readers(
+    mut frame: DataFrame,
+) -> (Result<Vec<Charge>, String>, Result<super::super::rows::PartRows, String>) {
     let wanted = super::super::rows::Wanted {
         amounts: true,
         quantity_only: false,
@@ -184,6 +189,17 @@ fn an_instant_beyond_chrono_s_is_refused_by_both_readers() {
         lines: true,
         usage: true,
     };
+    let mut bytes = Vec::new();
+    super::super::part::write(&mut bytes, &mut frame).unwrap();
+    let frame = ParquetReader::new(std::io::Cursor::new(bytes)).finish().unwrap();
+    (from_frame(&frame), super::super::rows::rows_from_frame(&frame, wanted))
+}
+
+/// An instant no `DateTime` can be, in a part file's column, is refused alike by the reader
+/// of charges and by the reader of a window's rows, and an instant at either end is taken.
+#[test]
+fn an_instant_beyond_chrono_s_is_refused_by_both_readers() {
+    let frame = frame_of_charges();
     let first = DateTime::<Utc>::MIN_UTC.timestamp_micros();
     let last = DateTime::<Utc>::MAX_UTC.timestamp_micros();
     for (values, ok) in [([first, last], true), ([last + 1, 0], false), ([0, first - 1], false)] {
@@ -191,12 +207,7 @@ fn an_instant_beyond_chrono_s_is_refused_by_both_readers() {
         let column = Int64Chunked::from_vec("charge_start".into(), values.to_vec())
             .into_datetime(TimeUnit::Microseconds, Some(TimeZone::UTC));
         frame.replace("charge_start", column.into_series().into_column()).unwrap();
-        // As a part file holds it (its enums as texts).
-        let mut bytes = Vec::new();
-        super::super::part::write(&mut bytes, &mut frame).unwrap();
-        let frame = ParquetReader::new(std::io::Cursor::new(bytes)).finish().unwrap();
-        let charges = from_frame(&frame);
-        let rows = super::super::rows::rows_from_frame(&frame, wanted);
+        let (charges, rows) = both_readers(frame);
         assert_eq!((charges.is_ok(), rows.is_ok()), (ok, ok), "{values:?}");
         if let (Err(a), Err(b)) = (&charges, &rows) {
             assert_eq!(a, b);
@@ -215,18 +226,7 @@ fn an_instant_beyond_chrono_s_is_refused_by_both_readers() {
 /// an id in capitals) is read alike, to the same digits and ids.
 #[test]
 fn damaged_costs_amounts_and_ids_are_refused_alike_by_both_readers() {
-    let mut builder = FrameBuilder::new(2);
-    for c in charges() {
-        builder.push(&c);
-    }
-    let frame = with_ids(builder.finish().unwrap(), &[1, 2]).unwrap();
-    let wanted = super::super::rows::Wanted {
-        amounts: true,
-        quantity_only: false,
-        ids: true,
-        lines: true,
-        usage: true,
-    };
+    let frame = frame_of_charges();
     let decimals = |name: &str, values: [Option<i128>; 2]| {
         let values = Int128Chunked::from_iter_options(name.into(), values.into_iter());
         values.into_decimal(PRECISION, SCALE).unwrap().into_series().into_column()
@@ -252,11 +252,7 @@ fn damaged_costs_amounts_and_ids_are_refused_alike_by_both_readers() {
         let mut frame = frame.clone();
         let name = column.name().to_string();
         frame.replace(&name, column).unwrap();
-        let mut bytes = Vec::new();
-        super::super::part::write(&mut bytes, &mut frame).unwrap();
-        let frame = ParquetReader::new(std::io::Cursor::new(bytes)).finish().unwrap();
-        let charges = from_frame(&frame);
-        let rows = super::super::rows::rows_from_frame(&frame, wanted);
+        let (charges, rows) = both_readers(frame);
         match (refused, charges, rows) {
             (Some(why), Err(a), Err(b)) => {
                 assert_eq!(a, b, "{name}");
