@@ -171,7 +171,7 @@ const POW10: [i128; 29] = {
 };
 
 /// The first magnitude `Decimal`'s 96-bit mantissa cannot hold.
-const LIMIT: i128 = 1 << 96;
+pub(crate) const LIMIT: i128 = 1 << 96;
 
 /// `a - b`, exact, or an error naming `what`.
 pub fn sub(a: Decimal, b: Decimal, what: &str) -> Result<Decimal> {

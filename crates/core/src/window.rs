@@ -123,20 +123,11 @@ pub struct Amounts {
 impl Amounts {
     /// Quantity, unit price, list cost and balance after, in that order.
     pub fn new(values: [Option<Decimal>; 4]) -> Self {
-        let mut out = Amounts::default();
-        for (i, value) in values.iter().enumerate() {
-            let Some(d) = value else { continue };
-            let (mantissa, negative, scale) = parts_of(*d);
-            out.mantissas[i] = mantissa;
-            let meta = 1 | (u32::from(negative) << 1) | (scale << 2);
-            out.meta |= meta << (7 * i);
-        }
-        out
+        Amounts::of_packed(values.map(|d| d.map(packed)))
     }
 
-    /// [`Amounts::new`] of the four amounts as [`packed`] gives each (mantissa, then sign
-    /// and scale): the same amounts, without making their decimals.
-    #[cfg_attr(not(feature = "store"), allow(dead_code))]
+    /// The four amounts as [`packed`] gives each (mantissa, then sign and scale): what a
+    /// store reads from its columns without making their decimals.
     pub(crate) fn of_packed(values: [Option<Packed>; 4]) -> Self {
         let mut out = Amounts::default();
         for (i, value) in values.iter().enumerate() {
@@ -299,6 +290,11 @@ pub(crate) type Packed = ([u32; 3], u8);
 /// `d` as a [`Row`] keeps it: its mantissa's three words, and its sign and scale in a byte.
 pub(crate) fn packed(d: Decimal) -> Packed {
     let (mantissa, negative, scale) = parts_of(d);
+    pack(mantissa, negative, scale)
+}
+
+/// A figure's mantissa (three words, low first), sign and scale as a [`Row`] keeps them.
+pub(crate) fn pack(mantissa: [u32; 3], negative: bool, scale: u32) -> Packed {
     (mantissa, (u8::from(negative) << 7) | (scale as u8 & 0x1f))
 }
 

@@ -64,7 +64,7 @@ pub(crate) fn packed_from_mantissa(v: i128, scale: u32) -> Result<crate::window:
     match small_stripped(v, scale) {
         Some((m, s)) => {
             let a = m.unsigned_abs();
-            Ok(([a as u32, (a >> 32) as u32, 0], (u8::from(m < 0) << 7) | s as u8))
+            Ok(crate::window::pack([a as u32, (a >> 32) as u32, 0], m < 0, s))
         }
         None => Ok(crate::window::packed(decimal_from_mantissa(v, scale)?)),
     }
@@ -282,13 +282,16 @@ pub(crate) fn with_ids(mut frame: DataFrame, ids: &[u128]) -> PolarsResult<DataF
 /// The values of one column of a part file, read as its [`Type`] says.
 enum Values<'a> {
     Texts(Vec<Option<&'a str>>),
-    Instants(Vec<Option<i64>>),
+    /// An instant column, checked to be one and read from the frame when asked for
+    /// ([`micros`]).
+    Instants,
     Ints(Vec<Option<i64>>),
     Decimals(Vec<Option<Decimal>>),
 }
 
 /// The columns of a part file, read in [`SCHEMA`] order.
 pub(super) struct Read<'a> {
+    df: &'a DataFrame,
     columns: Vec<(&'static str, Values<'a>)>,
 }
 
@@ -305,7 +308,7 @@ impl<'a> Read<'a> {
         let columns = columns
             .map(|column| Ok((column.name, read_column(df, column)?)))
             .collect::<Result<Vec<_>, String>>()?;
-        Ok(Read { columns })
+        Ok(Read { df, columns })
     }
 
     fn values(&self, name: &str) -> Result<&Values<'a>, String> {
@@ -335,24 +338,10 @@ impl<'a> Read<'a> {
         Ok(self.micros(name)?.into_iter().map(instant).collect())
     }
 
-    /// Instant column `name` as a window's rows keep it: each value must be one of
-    /// [`instants`] (what `DateTime::from_timestamp_micros` takes), else the column is
-    /// refused.
+    /// Instant column `name` as [`micros`] reads it.
     pub(super) fn micros(&self, name: &str) -> Result<Vec<crate::window::Micros>, String> {
         match self.values(name)? {
-            Values::Instants(v) => {
-                let range = instants();
-                let mut out = Vec::with_capacity(v.len());
-                for &v in v {
-                    match v {
-                        Some(micros) if range.contains(&micros) => {
-                            out.push(crate::window::Micros(micros))
-                        }
-                        _ => return Err(format!("{name}: missing or invalid instant")),
-                    }
-                }
-                Ok(out)
-            }
+            Values::Instants => micros(self.df, name),
             _ => Err(format!("column {name} is not an instant")),
         }
     }
@@ -363,6 +352,23 @@ impl<'a> Read<'a> {
             _ => Err(format!("column {name} is not an integer")),
         }
     }
+}
+
+/// Instant column `name` of `df` as a window's rows keep it, read from its arrays: each
+/// value must be one of [`instants`] (what `DateTime::from_timestamp_micros` takes), else
+/// the column is refused.
+pub(super) fn micros(df: &DataFrame, name: &str) -> Result<Vec<crate::window::Micros>, String> {
+    let column = df.column(name).map_err(|e| e.to_string())?;
+    let values = column.datetime().map_err(|e| format!("column {name}: {e}"))?.physical();
+    let (range, mut out) = (instants(), Vec::with_capacity(values.len()));
+    for array in values.downcast_iter() {
+        let nulls = polars_arrow::array::Array::null_count(array);
+        if nulls > 0 || !array.values().iter().all(|v| range.contains(v)) {
+            return Err(format!("{name}: missing or invalid instant"));
+        }
+        out.extend(array.values().iter().map(|&v| crate::window::Micros(v)));
+    }
+    Ok(out)
 }
 
 /// The microseconds since the epoch that are instants: exactly those
@@ -417,7 +423,8 @@ fn read_column<'a>(df: &'a DataFrame, column: &schema::Column) -> Result<Values<
             Values::Texts(col.str().map_err(fail)?.iter().collect())
         }
         Type::Instant => {
-            Values::Instants(col.datetime().map_err(fail)?.physical().iter().collect())
+            col.datetime().map_err(fail)?;
+            Values::Instants
         }
         Type::Count | Type::Line => {
             let col = col.cast(&DataType::Int64).map_err(fail)?;

@@ -5,10 +5,10 @@
 use polars::prelude::*;
 use polars_arrow::array::Array;
 
-use super::columns::{Read, instants, packed_from_mantissa, parse, required};
+use super::columns::{Read, micros, packed_from_mantissa, parse, required};
 use super::schema::{self, SCHEMA, Type};
 use crate::charge::ChargeId;
-use crate::window::{Amounts, Micros, Packed, Row, RowOrigin, Side, Texts};
+use crate::window::{Amounts, Packed, Row, RowOrigin, Side, Texts};
 
 /// Text column `name` of `df`, each value mapped by `f`, which sees each distinct value of a
 /// chunk about once: values are told apart by their Arrow views (a text of up to 12 bytes is
@@ -175,23 +175,6 @@ pub(crate) fn rows_from_frame(df: &DataFrame, wanted: Wanted) -> Result<PartRows
         });
     }
     Ok((rows, Side { amounts, ids }, texts))
-}
-
-/// Instant column `name` as [`Read::micros`] reads it (the same values, the same error),
-/// from its arrays.
-fn micros(df: &DataFrame, name: &str) -> Result<Vec<Micros>, String> {
-    let column = df.column(name).map_err(|e| e.to_string())?;
-    let values = column.datetime().map_err(|e| format!("column {name}: {e}"))?.physical();
-    let (range, mut out) = (instants(), Vec::with_capacity(values.len()));
-    for array in values.downcast_iter() {
-        let invalid =
-            Array::null_count(array) > 0 || !array.values().iter().all(|v| range.contains(v));
-        if invalid {
-            return Err(format!("{name}: missing or invalid instant"));
-        }
-        out.extend(array.values().iter().map(|&v| Micros(v)));
-    }
-    Ok(out)
 }
 
 /// Decimal column `name` as a [`Row`] keeps its billed cost and [`Amounts`] their figures

@@ -14,7 +14,7 @@ use rust_decimal::Decimal;
 /// second, and at least 0.01: half a unit of the second decimal or a later one is at most
 /// 0.005, so the tolerance is always 0.01.
 pub(super) fn agrees(price: Decimal, quantity: Decimal, actual: Decimal) -> bool {
-    const LIMIT: u128 = 1 << 96;
+    const LIMIT: u128 = crate::money::LIMIT as u128;
     let pow10 = |k: u32| 10u128.checked_pow(k);
     let product_scale = price.scale() + quantity.scale();
     let product = price.mantissa().unsigned_abs().checked_mul(quantity.mantissa().unsigned_abs());
