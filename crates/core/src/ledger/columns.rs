@@ -10,6 +10,7 @@ use chrono::{DateTime, Utc};
 use polars::prelude::*;
 use rust_decimal::Decimal;
 
+use super::mantissa::{check_figure, decimal_from_mantissa, figure_bound};
 use super::schema::{self, SCHEMA, Type};
 use crate::charge::{Charge, ChargeId, MAX_SCALE, Origin, YearMonth};
 
@@ -19,55 +20,6 @@ const SCALE: usize = MAX_SCALE as usize;
 fn mantissa_at_scale(d: Decimal) -> i128 {
     // scale ≤ MAX_SCALE is guaranteed at import; i128 holds 38 digits.
     d.mantissa() * 10i128.pow(MAX_SCALE.saturating_sub(d.scale()))
-}
-
-pub(crate) fn decimal_from_mantissa(mut v: i128, scale: u32) -> Result<Decimal, String> {
-    if let Some((m, s)) = small_stripped(v, scale) {
-        return Ok(Decimal::new(m, s));
-    }
-    // Most other values fit the decimal as they are: its own normalising is far cheaper
-    // than dividing an i128 by ten digit after digit.
-    if let Ok(d) = Decimal::try_from_i128_with_scale(v, scale) {
-        return Ok(d.normalize());
-    }
-    let mut scale = scale;
-    while scale > 0 && v % 10 == 0 {
-        v /= 10;
-        scale -= 1;
-    }
-    Decimal::try_from_i128_with_scale(v, scale).map_err(|e| format!("decimal out of range: {e}"))
-}
-
-/// A mantissa that fits 64 bits at a scale a decimal can have, its trailing zeros cut (zero
-/// at scale 0): nearly every amount's, cut by divisions by constants (multiplications), not
-/// by the decimal's own normalising. `None` for any other.
-fn small_stripped(v: i128, scale: u32) -> Option<(i64, u32)> {
-    let mut m = i64::try_from(v).ok().filter(|_| scale <= 28)?;
-    if m == 0 {
-        return Some((0, 0));
-    }
-    let mut s = scale;
-    while s >= 4 && m % 10_000 == 0 {
-        m /= 10_000;
-        s -= 4;
-    }
-    while s > 0 && m % 10 == 0 {
-        m /= 10;
-        s -= 1;
-    }
-    Some((m, s))
-}
-
-/// [`crate::window::packed`] of [`decimal_from_mantissa`]`(v, scale)`, the same mantissa,
-/// sign and scale, without making the decimal for a mantissa of 64 bits.
-pub(crate) fn packed_from_mantissa(v: i128, scale: u32) -> Result<crate::window::Packed, String> {
-    match small_stripped(v, scale) {
-        Some((m, s)) => {
-            let a = m.unsigned_abs();
-            Ok(crate::window::pack([a as u32, (a >> 32) as u32, 0], m < 0, s))
-        }
-        None => Ok(crate::window::packed(decimal_from_mantissa(v, scale)?)),
-    }
 }
 
 /// The columns of a part file but the ids, built a charge at a time on the parsing threads
@@ -433,9 +385,14 @@ fn read_column<'a>(df: &'a DataFrame, column: &schema::Column) -> Result<Values<
         Type::Decimal => {
             let dec = col.decimal().map_err(fail)?;
             let scale = dec.scale() as u32;
+            let bound = figure_bound(scale);
             let mut values = Vec::with_capacity(dec.len());
             for v in dec.physical().iter() {
-                values.push(v.map(|v| decimal_from_mantissa(v, scale)).transpose()?);
+                let figure = |v: i128| {
+                    check_figure(v, scale, bound, name)?;
+                    decimal_from_mantissa(v, scale)
+                };
+                values.push(v.map(figure).transpose()?);
             }
             Values::Decimals(values)
         }

@@ -1,5 +1,6 @@
 //! Tests of the frame builder and the reader (`columns.rs`).
 
+use super::super::mantissa::packed_from_mantissa;
 use super::*;
 
 fn column(values: &[Option<&str>]) -> Vec<Option<String>> {
@@ -221,7 +222,7 @@ fn an_instant_beyond_chrono_s_is_refused_by_both_readers() {
 }
 
 /// A part file whose billed costs, amounts or ids are damaged (a null where none may be, a
-/// text that is not an id) is refused alike, with the same message, by the reader of charges
+/// text that is not an id, a figure no import writes: 10^15 or more) is refused alike, with the same message, by the reader of charges
 /// and by the reader of a window's rows; what may be missing or written otherwise (an amount,
 /// an id in capitals) is read alike, to the same digits and ids.
 #[test]
@@ -237,13 +238,22 @@ fn damaged_costs_amounts_and_ids_are_refused_alike_by_both_readers() {
             .into_column()
     };
     let id = format!("{:032X}", 0xabc_u128);
+    let beyond = |name: &str, digits: usize| {
+        format!("column {name}: a figure of {digits} digits before the point, beyond any a bill")
+    };
+    let (cost, quantity, price) =
+        (beyond("billed_cost", 16), beyond("quantity", 19), beyond("unit_price", 26));
     let cases = [
         (decimals("billed_cost", [Some(-5), None]), Some("column billed_cost has a null")),
         (texts("id", [Some(&id), None]), Some("column id has a null")),
         (texts("id", [Some("zz"), Some(&id)]), Some("is not a charge id")),
         (texts("id", [Some(&id), Some(&id[1..])]), Some("is not a charge id")),
         (texts("id", [Some(&id), Some("0x0000000000000000000000000000ab")]), Some("not a charge")),
-        (decimals("billed_cost", [Some(-1_230_000_000_000), Some(10i128.pow(30))]), None),
+        (decimals("billed_cost", [Some(-1_230_000_000_000), Some(10i128.pow(27) - 1)]), None),
+        (decimals("list_cost", [Some(1 - 10i128.pow(27)), None]), None),
+        (decimals("billed_cost", [Some(5), Some(10i128.pow(27))]), Some(cost.as_str())),
+        (decimals("quantity", [Some(-(10i128.pow(30))), None]), Some(quantity.as_str())),
+        (decimals("unit_price", [Some(10i128.pow(38) - 1), None]), Some(price.as_str())),
         (decimals("quantity", [None, Some(7_000_000_000_000)]), None),
         (decimals("balance_after", [Some(0), Some(-1)]), None),
         (texts("id", [Some(&id), Some(&id.to_lowercase())]), None),

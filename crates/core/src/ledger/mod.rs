@@ -74,6 +74,7 @@ mod look_back;
 #[cfg(test)]
 mod look_back_tests;
 mod manifest;
+mod mantissa;
 mod part;
 mod query;
 mod reader;

@@ -531,7 +531,7 @@ fn overflow(what: &str) -> Error {
 /// `v` at scale [`MAX_SCALE`] as a decimal; an overflow error naming `what` when it does not
 /// fit.
 fn decimal(v: i128, what: &str) -> Result<Decimal> {
-    super::columns::decimal_from_mantissa(v, MAX_SCALE).map_err(|_| overflow(what))
+    super::mantissa::decimal_from_mantissa(v, MAX_SCALE).map_err(|_| overflow(what))
 }
 
 /// Column `name` of `frame` as codes: the frame's own (a batch's) or its texts' (a part

@@ -5,7 +5,8 @@
 use polars::prelude::*;
 use polars_arrow::array::Array;
 
-use super::columns::{Read, micros, packed_from_mantissa, parse, required};
+use super::columns::{Read, micros, parse, required};
+use super::mantissa::{check_figure, figure_bound, packed_from_mantissa};
 use super::schema::{self, SCHEMA, Type};
 use crate::charge::ChargeId;
 use crate::window::{Amounts, Packed, Row, RowOrigin, Side, Texts};
@@ -183,6 +184,7 @@ fn packed(df: &DataFrame, name: &str) -> Result<Vec<Option<Packed>>, String> {
     let column = df.column(name).map_err(|e| e.to_string())?;
     let decimals = column.decimal().map_err(|e| format!("column {name}: {e}"))?;
     let scale = decimals.scale() as u32;
+    let bound = figure_bound(scale);
     // A bill repeats its prices, quantities and costs: each value's packing is kept in a
     // slot of its own hash, and a value found in its slot is not packed again. Every slot
     // starts as zero's (zero packs the same at any scale).
@@ -193,6 +195,7 @@ fn packed(df: &DataFrame, name: &str) -> Result<Vec<Option<Packed>>, String> {
         match memo[slot] {
             (key, p) if key == v => Ok(p),
             _ => {
+                check_figure(v, scale, bound, name)?;
                 let p = packed_from_mantissa(v, scale)?;
                 memo[slot] = (v, p);
                 Ok(p)
