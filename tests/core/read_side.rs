@@ -303,3 +303,54 @@ fn walk(dir: &Path) -> Vec<PathBuf> {
     }
     out
 }
+
+/// A part file holding a figure no import writes (10^15 or more, which `parse_amount`
+/// refuses: the file is damaged) is refused by every read that takes the column, naming the
+/// file, the column and the batch, rather than read as a figure a sum overflows on later
+/// without saying where; a read that does not take the column (waste, which reads no
+/// quantity) answers as before.
+#[test]
+fn a_part_file_holding_a_figure_no_import_writes_is_refused_naming_it() {
+    use gpuaudit_core::config::Config;
+    use gpuaudit_core::reconcile::{self, ReconcileInput};
+    use gpuaudit_core::{cost, waste};
+    use polars::prelude::*;
+
+    let dir = tempfile::tempdir().unwrap();
+    let store = ledger_of_examples(dir.path());
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+    let config = Config::load(&root.join("examples/gpuaudit.toml"), true).unwrap();
+    let platforms = store.platforms_over(gpuaudit_core::import::profiles()).unwrap();
+    let month: YearMonth = "2024-05".parse().unwrap();
+    let waste_before = store.audit(month, &config, waste::RULES, &platforms).unwrap();
+    let part = walk(&dir.path().join(".gpuaudit/charges/month=2024-05/platform=aliyun"))
+        .into_iter()
+        .find(|p| p.extension().is_some_and(|e| e == "parquet"))
+        .expect("May's aliyun part file");
+    let batch = part.file_name().unwrap().to_str().unwrap().rsplit_once('-').unwrap().0.to_owned();
+    let mut frame = ParquetReader::new(std::fs::File::open(&part).unwrap()).finish().unwrap();
+    let quantities = frame.column("quantity").unwrap().decimal().unwrap().physical().clone();
+    // The first charge's quantity becomes 10^15 (at scale 12), the others stay.
+    let damaged =
+        quantities.iter().enumerate().map(|(i, q)| if i == 0 { Some(10i128.pow(27)) } else { q });
+    let damaged = Int128Chunked::from_iter_options("quantity".into(), damaged);
+    let damaged = damaged.into_decimal(38, 12).unwrap().into_series().into_column();
+    frame.replace("quantity", damaged).unwrap();
+    ParquetWriter::new(std::fs::File::create(&part).unwrap()).finish(&mut frame).unwrap();
+
+    let refused = |what: &str, err: gpuaudit_core::Error| {
+        let err = err.to_string();
+        let name = part.file_name().unwrap().to_str().unwrap();
+        assert!(err.contains(name) && err.contains(&batch), "{what}: {err}");
+        let why = "column quantity: a figure of 16 digits before the point, beyond any a bill";
+        assert!(err.contains(why), "{what}: {err}");
+    };
+    let options = cost::CostOptions { by: Vec::new(), compare: true };
+    refused("cost", store.cost(month, &config, &platforms, &options).unwrap_err());
+    let input = ReconcileInput { platforms: platforms.clone(), ..ReconcileInput::default() };
+    refused("reconcile", store.reconcile(month, reconcile::CHECKS, input).unwrap_err());
+    let may = LoadFilter { months: vec![month] };
+    refused("load", store.load(&may).unwrap_err());
+    let waste_after = store.audit(month, &config, waste::RULES, &platforms).unwrap();
+    assert_eq!(waste_after, waste_before, "waste reads no quantity");
+}
