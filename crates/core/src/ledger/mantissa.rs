@@ -46,30 +46,31 @@ fn small_stripped(v: i128, scale: u32) -> Option<(i64, u32)> {
 /// The bound of a decimal column's mantissas at `scale`: an import writes no figure of
 /// [`crate::MAX_AMOUNT`] (10^15) or more in magnitude ([`crate::parse_amount`] refuses it), so
 /// a part file that holds one is damaged, and is refused rather than read as a figure the
-/// sums then overflow on. `None`: every mantissa of 38 digits is below it.
-pub(crate) fn figure_bound(scale: u32) -> Option<u128> {
+/// sums then overflow on. `u128::MAX` when every mantissa of 38 digits is below it.
+pub(crate) fn figure_bound(scale: u32) -> u128 {
     let bound = crate::MAX_AMOUNT.mantissa().unsigned_abs();
-    10u128.checked_pow(scale).and_then(|f| bound.checked_mul(f)).filter(|&b| b <= i128::MAX as u128)
+    10u128
+        .checked_pow(scale)
+        .and_then(|f| bound.checked_mul(f))
+        .filter(|&b| b <= i128::MAX as u128)
+        .unwrap_or(u128::MAX)
 }
 
 /// `Ok` when mantissa `v` is below `bound` ([`figure_bound`]); otherwise the error naming
-/// column `name` and how many digits the figure has before its point.
-pub(crate) fn check_figure(
-    v: i128,
-    scale: u32,
-    bound: Option<u128>,
-    name: &str,
-) -> Result<(), String> {
-    match bound {
-        Some(b) if v.unsigned_abs() >= b => {
-            let digits = (v.unsigned_abs() / 10u128.pow(scale.min(38))).to_string().len();
-            Err(format!(
-                "column {name}: a figure of {digits} digits before the point, beyond any a bill \
-                 holds (an import refuses 10^15 and more): the file is damaged"
-            ))
-        }
-        _ => Ok(()),
-    }
+/// column `name` and how many digits the figure has before its point. One comparison: it is
+/// made for every value a part file's decimal column holds.
+#[inline]
+pub(crate) fn check_figure(v: i128, scale: u32, bound: u128, name: &str) -> Result<(), String> {
+    if v.unsigned_abs() < bound { Ok(()) } else { Err(beyond_any_bill(v, scale, name)) }
+}
+
+#[cold]
+fn beyond_any_bill(v: i128, scale: u32, name: &str) -> String {
+    let digits = (v.unsigned_abs() / 10u128.pow(scale.min(38))).to_string().len();
+    format!(
+        "column {name}: a figure of {digits} digits before the point, beyond any a bill holds \
+         (an import refuses 10^15 and more): the file is damaged"
+    )
 }
 
 /// [`crate::window::packed`] of [`decimal_from_mantissa`]`(v, scale)`, the same mantissa,
