@@ -458,6 +458,14 @@ impl Window {
         ChargeId((u128::from(high) << 64) | u128::from(low))
     }
 
+    /// The id of the row at `place`, read without the row: [`Window::id`] of `rows[place]`
+    /// while every row is at the place it was appended at (its `pos`), as a caller that
+    /// checked so knows (see `waste::Context`).
+    pub(crate) fn id_at(&self, place: u32) -> ChargeId {
+        let [high, low] = self.ids.get(place as usize).copied().unwrap_or_default();
+        ChargeId((u128::from(high) << 64) | u128::from(low))
+    }
+
     /// Keeps `a` as the next row's amounts.
     fn keep(&mut self, a: Amounts) {
         if a.mantissas.iter().all(|m| m[2] == 0) {

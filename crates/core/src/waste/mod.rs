@@ -168,6 +168,10 @@ pub struct Context<'a> {
     month_spans: HashMap<&'a str, Span>,
     platforms: &'a Platforms,
     window: &'a Arc<Window>,
+    /// Whether every row is at the place it was appended at (a window a store or
+    /// [`crate::window::rows_of`] made, not reordered since): a finding's lines then read
+    /// their ids by their places, without their rows ([`Lines::ids`]).
+    at_places: bool,
 }
 
 /// Each resource's spend in `month`, by syms (what [`Context::new`] reads from every row
@@ -175,12 +179,15 @@ pub struct Context<'a> {
 /// each resource's first charge).
 type Rates = HashMap<(Sym, Option<Sym>, Category, Sym), Rate>;
 
-fn seen(charges: &[Row], texts: &Texts) -> LeftOut {
-    let mut seen = LeftOut::default();
-    for c in charges {
+/// What the rows tell ([`LeftOut`]), and whether each row is at its place in the window (its
+/// `pos`): in the same read of every row.
+fn seen(charges: &[Row], texts: &Texts) -> (LeftOut, bool) {
+    let (mut seen, mut at_places) = (LeftOut::default(), true);
+    for (i, c) in charges.iter().enumerate() {
         seen.add(c, texts);
+        at_places &= c.pos as usize == i;
     }
-    seen
+    (seen, at_places)
 }
 
 fn rates(charges: &[Row], texts: &Texts, month: YearMonth) -> crate::Result<Rates> {
@@ -218,7 +225,7 @@ impl<'a> Context<'a> {
             let rates = rates(charges, texts, month);
             (other.join().unwrap_or_else(|panic| std::panic::resume_unwind(panic)), rates)
         });
-        let (mut seen, rates) = (seen, rates?);
+        let ((mut seen, at_places), rates) = (seen, rates?);
         // With what the rows left out of the window tell (a store's window keeps only the
         // look-back's compute).
         seen.merge(&window.left_out);
@@ -249,6 +256,7 @@ impl<'a> Context<'a> {
             rates,
             platforms,
             window,
+            at_places,
         })
     }
 
@@ -260,7 +268,12 @@ impl<'a> Context<'a> {
     /// No bill lines yet, of this context's charges: what a rule's finding rests on
     /// ([`Lines::push`]).
     pub fn lines(&self) -> Lines {
-        Lines::of(self.window, 0)
+        self.lines_with_room(0)
+    }
+
+    /// [`Context::lines`] with room for `room` lines.
+    pub(crate) fn lines_with_room(&self, room: usize) -> Lines {
+        Lines::of(self.window, room, self.at_places)
     }
 
     /// The place of `c` among [`Context::charges`], if it is one of them.

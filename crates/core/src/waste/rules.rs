@@ -84,7 +84,7 @@ impl<'a> Drafts<'a> {
         // rest on all of them, and a list grown by doubling was two fifths unused.
         let group = self.groups.entry(key).or_insert_with(|| {
             let room = ctx.rate_of(c).map_or(0, |r| r.3);
-            Group { first: c, span, lines: Lines::of(ctx.window(), room) }
+            Group { first: c, span, lines: ctx.lines_with_room(room) }
         });
         group.span = (group.span.0.min(span.0), group.span.1.max(span.1));
         group.lines.push_at(place, wasted);
