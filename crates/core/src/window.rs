@@ -454,13 +454,12 @@ impl Window {
 
     /// The id of `row`, a row of this window: 0 when it was read without it.
     pub fn id(&self, row: &Row) -> ChargeId {
-        let [high, low] = self.ids.get(row.pos as usize).copied().unwrap_or_default();
-        ChargeId((u128::from(high) << 64) | u128::from(low))
+        self.id_at(row.pos)
     }
 
-    /// The id of the row at `place`, read without the row: [`Window::id`] of `rows[place]`
-    /// while every row is at the place it was appended at (its `pos`), as a caller that
-    /// checked so knows (see `waste::Context`).
+    /// The id of the row appended at `place` (its `pos`), read without the row: [`Window::id`]
+    /// of `rows[place]` while every row is still at that place, as a caller that checked so
+    /// knows (see `waste::Context`).
     pub(crate) fn id_at(&self, place: u32) -> ChargeId {
         let [high, low] = self.ids.get(place as usize).copied().unwrap_or_default();
         ChargeId((u128::from(high) << 64) | u128::from(low))

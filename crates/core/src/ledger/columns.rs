@@ -386,12 +386,12 @@ fn read_column<'a>(df: &'a DataFrame, column: &schema::Column) -> Result<Values<
             let dec = col.decimal().map_err(fail)?;
             let scale = dec.scale() as u32;
             let bound = figure_bound(scale);
+            let figure = |v: i128| {
+                check_figure(v, scale, bound, name)?;
+                decimal_from_mantissa(v, scale)
+            };
             let mut values = Vec::with_capacity(dec.len());
             for v in dec.physical().iter() {
-                let figure = |v: i128| {
-                    check_figure(v, scale, bound, name)?;
-                    decimal_from_mantissa(v, scale)
-                };
                 values.push(v.map(figure).transpose()?);
             }
             Values::Decimals(values)

@@ -222,9 +222,10 @@ fn an_instant_beyond_chrono_s_is_refused_by_both_readers() {
 }
 
 /// A part file whose billed costs, amounts or ids are damaged (a null where none may be, a
-/// text that is not an id, a figure no import writes: 10^15 or more) is refused alike, with the same message, by the reader of charges
-/// and by the reader of a window's rows; what may be missing or written otherwise (an amount,
-/// an id in capitals) is read alike, to the same digits and ids.
+/// text that is not an id, a figure no import writes: 10^15 or more) is refused alike, with
+/// the same message, by the reader of charges and by the reader of a window's rows; what may
+/// be missing or written otherwise (an amount, an id in capitals) is read alike, to the same
+/// digits and ids.
 #[test]
 fn damaged_costs_amounts_and_ids_are_refused_alike_by_both_readers() {
     let frame = frame_of_charges();
