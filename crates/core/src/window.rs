@@ -35,6 +35,10 @@ use crate::charge::{Category, Charge, ChargeId, Kind, Pricing, YearMonth};
 mod micros;
 pub use micros::Micros;
 
+#[path = "window_link.rs"]
+mod link;
+pub use link::link_rows;
+
 /// A text of a window: its index in the window's [`Texts`] (four bytes; `Option<Sym>` too).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct Sym(NonZeroU32);
@@ -569,28 +573,6 @@ pub fn in_text_order<K, V, O: Ord>(
     let mut groups: Vec<(K, V)> = groups.into_iter().collect();
     groups.sort_unstable_by_key(|g| texts_of(&g.0));
     groups
-}
-
-/// [`crate::link_to_instances`] for a window: a row with no instance whose resource is the
-/// instance of a compute row of the same platform and account belongs to it.
-pub fn link_rows(rows: &mut [Row]) -> usize {
-    let instances: HashSet<(Sym, Option<Sym>, Sym)> = rows
-        .iter()
-        .filter(|r| r.category == Category::Compute)
-        .filter_map(|r| Some((r.platform, r.account, r.instance_id?)))
-        .collect();
-    if instances.is_empty() {
-        return 0;
-    }
-    let mut linked = 0;
-    for r in rows.iter_mut().filter(|r| r.instance_id.is_none()) {
-        let Some(resource) = r.resource_id else { continue };
-        if instances.contains(&(r.platform, r.account, resource)) {
-            r.instance_id = Some(resource);
-            linked += 1;
-        }
-    }
-    linked
 }
 
 #[cfg(test)]
