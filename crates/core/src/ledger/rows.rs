@@ -28,14 +28,24 @@ pub(super) fn mapped<T: Copy>(
         // A view names bytes of its own chunk's buffers: a memo per chunk, with in front of
         // it a slot per hash of a view (a column that takes turns between a few values, as
         // a resource's compute, disk and IP lines do, is mapped without its memo).
+        // And before the slots the last value: a column that holds one value for runs of
+        // rows (platform, account, currency, period) is mapped without hashing.
         let mut memo: rustc_hash::FxHashMap<u128, T> = Default::default();
         let mut slots: [Option<(u128, T)>; 64] = [None; 64];
+        let mut last: Option<(u128, T)> = None;
+        let nulls = polars_arrow::array::Array::null_count(array) > 0;
         for (i, view) in array.views().iter().enumerate() {
-            if !polars_arrow::array::Array::is_valid(array, i) {
+            if nulls && !polars_arrow::array::Array::is_valid(array, i) {
                 out.push(None);
                 continue;
             }
             let key = view.as_u128();
+            if let Some((k, v)) = last
+                && k == key
+            {
+                out.push(Some(v));
+                continue;
+            }
             let slot = ((key as u64 ^ (key >> 64) as u64).wrapping_mul(0x9e37_79b9_7f4a_7c15) >> 58)
                 as usize;
             let value = match slots[slot] {
@@ -49,6 +59,7 @@ pub(super) fn mapped<T: Copy>(
                     v
                 }
             };
+            last = Some((key, value));
             out.push(Some(value));
         }
     }

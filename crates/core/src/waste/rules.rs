@@ -431,6 +431,12 @@ impl Rule for OnDemandOverSubscription {
     fn name(&self) -> &'static str {
         "on-demand-over-subscription"
     }
+    /// Every charge of the month, and each on-demand instance's charges and plans: on a
+    /// month of millions of charges it took about two fifths of the time of `traffic-heavy`
+    /// and two thirds of `unattached-storage`'s; started last, it held the audit up alone.
+    fn weight(&self) -> u32 {
+        2
+    }
     fn check(&self, ctx: &Context<'_>) -> Result<Vec<Finding>> {
         let mut by_instance: HashMap<(Sym, Sym, Sym), Vec<&Row>> = HashMap::default();
         for c in ctx.in_month() {
