@@ -221,11 +221,11 @@ fn an_instant_beyond_chrono_s_is_refused_by_both_readers() {
     }
 }
 
-/// A part file whose billed costs, amounts or ids are damaged (a null where none may be, a
-/// text that is not an id, a figure no import writes: 10^15 or more) is refused alike, with
-/// the same message, by the reader of charges and by the reader of a window's rows; what may
-/// be missing or written otherwise (an amount, an id in capitals) is read alike, to the same
-/// digits and ids.
+/// A part file whose billed costs, amounts, ids or texts are damaged (a null where none may
+/// be, a text that is not an id, a figure no import writes: 10^15 or more) is refused alike,
+/// with the same message, by the reader of charges and by the reader of a window's rows; what
+/// may be missing or written otherwise (an amount, an account, an id in capitals) is read
+/// alike, to the same digits, ids and texts.
 #[test]
 fn damaged_costs_amounts_and_ids_are_refused_alike_by_both_readers() {
     let frame = frame_of_charges();
@@ -258,6 +258,13 @@ fn damaged_costs_amounts_and_ids_are_refused_alike_by_both_readers() {
         (decimals("quantity", [None, Some(7_000_000_000_000)]), None),
         (decimals("balance_after", [Some(0), Some(-1)]), None),
         (texts("id", [Some(&id), Some(&id.to_lowercase())]), None),
+        // Texts: a null where none may be, in a chunk of its own or after a value; a text
+        // that may be missing, before a value or after the same value.
+        (texts("platform", [Some("autodl"), None]), Some("column platform has a null")),
+        (texts("category", [None, Some("compute")]), Some("column category has a null")),
+        (texts("account", [None, Some("acct-7")]), None),
+        (texts("account", [Some("acct-7"), Some("acct-7")]), None),
+        (texts("resource_id", [Some("i-1"), None]), None),
     ];
     for (column, refused) in cases {
         let mut frame = frame.clone();
@@ -269,8 +276,11 @@ fn damaged_costs_amounts_and_ids_are_refused_alike_by_both_readers() {
                 assert_eq!(a, b, "{name}");
                 assert!(a.contains(why), "{name}: {a}");
             }
-            (None, Ok(charges), Ok((rows, side, _))) => {
+            (None, Ok(charges), Ok((rows, side, texts))) => {
                 for (i, (c, r)) in charges.iter().zip(&rows).enumerate() {
+                    let read = [texts.opt(r.account), texts.opt(r.resource_id)];
+                    assert_eq!(read, [c.account.as_deref(), c.resource_id.as_deref()], "{name}");
+                    assert_eq!(texts.get(r.platform), c.platform, "{name}");
                     let (want, got) = (c.billed_cost, r.billed_cost());
                     assert_eq!((got, got.to_string()), (want, want.to_string()), "{name}");
                     assert_eq!(side.ids[i], c.id, "{name}");
