@@ -41,6 +41,7 @@ mod parse;
 pub mod platforms;
 pub mod reconcile;
 pub mod report;
+mod slots;
 pub mod waste;
 pub mod window;
 

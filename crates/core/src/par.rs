@@ -11,33 +11,44 @@ const MAX_THREADS: usize = 8;
 /// takes the next item not yet taken, so a long item does not hold the others back), in the
 /// order of `items`. One core, or one item: on this thread.
 pub(crate) fn map<T: Sync, R: Send>(items: &[T], f: impl Fn(&T) -> R + Sync) -> Vec<R> {
-    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
-    let threads = cores.min(items.len()).min(MAX_THREADS);
+    let threads = threads().min(items.len());
     if threads <= 1 {
         return items.iter().map(f).collect();
     }
     let next = AtomicUsize::new(0);
     let (next, f) = (&next, &f);
-    let mut done: Vec<(usize, R)> = std::thread::scope(|scope| {
-        let workers: Vec<_> = (0..threads)
-            .map(|_| {
-                scope.spawn(move || {
-                    let mut mine = Vec::new();
-                    loop {
-                        let i = next.fetch_add(1, Ordering::Relaxed);
-                        let Some(item) = items.get(i) else { return mine };
-                        mine.push((i, f(item)));
-                    }
-                })
-            })
-            .collect();
-        workers
-            .into_iter()
-            .flat_map(|w| w.join().unwrap_or_else(|panic| std::panic::resume_unwind(panic)))
-            .collect()
-    });
+    let worker = |_| {
+        let mut mine = Vec::new();
+        loop {
+            let i = next.fetch_add(1, Ordering::Relaxed);
+            let Some(item) = items.get(i) else { return mine };
+            mine.push((i, f(item)));
+        }
+    };
+    let mut done: Vec<(usize, R)> = on_threads(0..threads, worker).into_iter().flatten().collect();
     done.sort_by_key(|(i, _)| *i);
     done.into_iter().map(|(_, r)| r).collect()
+}
+
+/// The threads work is split over: the machine's cores, up to [`MAX_THREADS`].
+pub(crate) fn threads() -> usize {
+    std::thread::available_parallelism().map_or(1, |n| n.get()).clamp(1, MAX_THREADS)
+}
+
+/// `f` of each of `runs`, each on a thread of its own, the results in the order of the runs;
+/// a panic of one is this thread's.
+pub(crate) fn on_threads<T: Send, R: Send>(
+    runs: impl Iterator<Item = T>,
+    f: impl Fn(T) -> R + Sync,
+) -> Vec<R> {
+    let f = &f;
+    std::thread::scope(|scope| {
+        let workers: Vec<_> = runs.map(|run| scope.spawn(move || f(run))).collect();
+        workers
+            .into_iter()
+            .map(|w| w.join().unwrap_or_else(|panic| std::panic::resume_unwind(panic)))
+            .collect()
+    })
 }
 
 /// [`map`], starting the items heaviest first by `weight` (in the order of `items` among

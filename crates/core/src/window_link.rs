@@ -4,24 +4,20 @@
 //! them as their resource), which on a window of millions of rows ran alone on one core
 //! between the read of the window and the rules. Decisions:
 //!
-//! - Each read is split in as many runs of rows as the machine has cores (up to
-//!   [`MAX_THREADS`]), one thread each, the instances of every run put together before the
-//!   second read; a window of fewer than [`ON_ONE_THREAD`] rows is read on the caller's
-//!   thread.
+//! - Each read is split in as many runs of rows as [`crate::par::threads`], one thread each,
+//!   the instances of every run put together before the second read; a window of fewer than
+//!   [`ON_ONE_THREAD`] rows is read on the caller's thread.
 //! - A bill's rows come a resource's hour at a time (its compute, traffic, disk and IP), so a
-//!   run looks a key up in a few slots of the keys it met last ([`Recent`]) before the set:
-//!   most rows are answered without hashing into a set of thousands.
+//!   run looks a key up in the slots of the keys it met last ([`Slots`]) before the set: most
+//!   rows are answered without hashing into a set of thousands.
 //!
 //! The result does not depend on how the rows are split: the set of instances is the same
 //! whatever the split, and each row's link depends on that set and the row only.
 
-use std::num::NonZeroUsize;
-
 use super::{HashSet, Row, Sym};
 use crate::charge::Category;
-
-/// Threads used at most.
-const MAX_THREADS: usize = 8;
+use crate::par::on_threads;
+use crate::slots::Slots;
 
 /// A window of fewer rows is linked on the caller's thread.
 const ON_ONE_THREAD: usize = 1 << 16;
@@ -29,12 +25,20 @@ const ON_ONE_THREAD: usize = 1 << 16;
 /// A compute instance: platform, account and its id.
 type Key = (Sym, Option<Sym>, Sym);
 
+/// The keys met last, with whether each is an instance.
+type Recent = Slots<Key, bool, 64>;
+
+/// `key` mixed into a word, for its slot in [`Recent`].
+fn mix((platform, account, id): &Key) -> u64 {
+    let account = account.map_or(0, |a| a.0.get());
+    (u64::from(platform.0.get()) << 32 | u64::from(account)) ^ u64::from(id.0.get())
+}
+
 /// [`crate::link_to_instances`] for a window: a row with no instance whose resource is the
 /// instance of a compute row of the same platform and account belongs to it. Gives how many
 /// rows were linked.
 pub fn link_rows(rows: &mut [Row]) -> usize {
-    let cores = std::thread::available_parallelism().map_or(1, NonZeroUsize::get);
-    let threads = if rows.len() < ON_ONE_THREAD { 1 } else { cores.clamp(1, MAX_THREADS) };
+    let threads = if rows.len() < ON_ONE_THREAD { 1 } else { crate::par::threads() };
     let run = rows.len().div_ceil(threads).max(1);
     let instances = if threads == 1 {
         instances(rows)
@@ -52,21 +56,6 @@ pub fn link_rows(rows: &mut [Row]) -> usize {
     if threads == 1 { link(rows) } else { on_threads(rows.chunks_mut(run), link).into_iter().sum() }
 }
 
-/// `f` of each run, each on a thread of its own, in the order of the runs.
-fn on_threads<T: Send, R: Send>(
-    runs: impl Iterator<Item = T>,
-    f: impl Fn(T) -> R + Sync,
-) -> Vec<R> {
-    let f = &f;
-    std::thread::scope(|scope| {
-        let workers: Vec<_> = runs.map(|run| scope.spawn(move || f(run))).collect();
-        workers
-            .into_iter()
-            .map(|w| w.join().unwrap_or_else(|panic| std::panic::resume_unwind(panic)))
-            .collect()
-    })
-}
-
 /// The compute instances of `rows`.
 fn instances(rows: &[Row]) -> HashSet<Key> {
     let mut set = HashSet::default();
@@ -74,9 +63,9 @@ fn instances(rows: &[Row]) -> HashSet<Key> {
     for r in rows.iter().filter(|r| r.category == Category::Compute) {
         let Some(instance) = r.instance_id else { continue };
         let key = (r.platform, r.account, instance);
-        if recent.get(&key).is_none() {
+        if recent.get(mix(&key), &key).is_none() {
             set.insert(key);
-            recent.put(key, true);
+            recent.put(mix(&key), key, true);
         }
     }
     set
@@ -90,11 +79,11 @@ fn link(rows: &mut [Row], instances: &HashSet<Key>) -> usize {
     for r in rows.iter_mut().filter(|r| r.instance_id.is_none()) {
         let Some(resource) = r.resource_id else { continue };
         let key = (r.platform, r.account, resource);
-        let is_instance = match recent.get(&key) {
+        let is_instance = match recent.get(mix(&key), &key) {
             Some(known) => known,
             None => {
                 let known = instances.contains(&key);
-                recent.put(key, known);
+                recent.put(mix(&key), key, known);
                 known
             }
         };
@@ -104,38 +93,6 @@ fn link(rows: &mut [Row], instances: &HashSet<Key>) -> usize {
         }
     }
     linked
-}
-
-/// The keys looked up last, each in the slot of its hash (a later key of the same slot takes
-/// its place), with what was found.
-struct Recent {
-    slots: [Option<(Key, bool)>; 64],
-}
-
-impl Default for Recent {
-    fn default() -> Self {
-        Recent { slots: [None; 64] }
-    }
-}
-
-impl Recent {
-    fn slot((platform, account, id): &Key) -> usize {
-        let account = account.map_or(0, |a| a.0.get());
-        let mixed =
-            (u64::from(platform.0.get()) << 32 | u64::from(account)) ^ u64::from(id.0.get());
-        (mixed.wrapping_mul(0x9e37_79b9_7f4a_7c15) >> 58) as usize
-    }
-
-    fn get(&self, key: &Key) -> Option<bool> {
-        match self.slots[Recent::slot(key)] {
-            Some((k, found)) if k == *key => Some(found),
-            _ => None,
-        }
-    }
-
-    fn put(&mut self, key: Key, found: bool) {
-        self.slots[Recent::slot(&key)] = Some((key, found));
-    }
 }
 
 #[cfg(test)]

@@ -9,6 +9,7 @@ use super::columns::{Read, micros, parse, required};
 use super::mantissa::{check_figure, figure_bound, packed_from_mantissa};
 use super::schema::{self, SCHEMA, Type};
 use crate::charge::ChargeId;
+use crate::slots::Slots;
 use crate::window::{Amounts, Packed, Row, RowOrigin, Side, Texts};
 
 /// Text column `name` of `df`, each value mapped by `f`, which sees each distinct value of a
@@ -31,7 +32,7 @@ pub(super) fn mapped<T: Copy>(
         // And before the slots the last value: a column that holds one value for runs of
         // rows (platform, account, currency, period) is mapped without hashing.
         let mut memo: rustc_hash::FxHashMap<u128, T> = Default::default();
-        let mut slots: [Option<(u128, T)>; 64] = [None; 64];
+        let mut slots: Slots<u128, T, 64> = Slots::default();
         let mut last: Option<(u128, T)> = None;
         let nulls = polars_arrow::array::Array::null_count(array) > 0;
         for (i, view) in array.views().iter().enumerate() {
@@ -46,16 +47,15 @@ pub(super) fn mapped<T: Copy>(
                 out.push(Some(v));
                 continue;
             }
-            let slot = ((key as u64 ^ (key >> 64) as u64).wrapping_mul(0x9e37_79b9_7f4a_7c15) >> 58)
-                as usize;
-            let value = match slots[slot] {
-                Some((k, v)) if k == key => v,
-                _ => {
+            let mix = key as u64 ^ (key >> 64) as u64;
+            let value = match slots.get(mix, &key) {
+                Some(v) => v,
+                None => {
                     let v = match memo.get(&key) {
                         Some(&v) => v,
                         None => *memo.entry(key).or_insert(f(array.value(i))?),
                     };
-                    slots[slot] = Some((key, v));
+                    slots.put(mix, key, v);
                     v
                 }
             };
