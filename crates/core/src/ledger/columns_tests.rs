@@ -192,8 +192,20 @@ fn both_readers(
     };
     let mut bytes = Vec::new();
     super::super::part::write(&mut bytes, &mut frame).unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("part.parquet");
+    std::fs::write(&path, &bytes).unwrap();
     let frame = ParquetReader::new(std::io::Cursor::new(bytes)).finish().unwrap();
-    (from_frame(&frame), super::super::rows::rows_from_frame(&frame, wanted))
+    let no_keys = super::super::keyed::Keyed::default();
+    let rows = super::super::rows::rows_from_frame(&frame, &no_keys, wanted);
+    // The window's reader proper reads the texts it maps as dictionary keys where it can:
+    // the same rows and texts, or the same refusal.
+    let names: Vec<String> = super::super::rows::MAPPED.iter().map(|n| (*n).to_owned()).collect();
+    let (keyed, rest) = super::super::keyed::read(&path, names);
+    assert!(rest.is_empty(), "every text column of a part file is read as keys: {rest:?}");
+    let by_keys = super::super::rows::rows_from_frame(&frame, &keyed, wanted);
+    assert_eq!(format!("{by_keys:?}"), format!("{rows:?}"));
+    (from_frame(&frame), rows)
 }
 
 /// An instant no `DateTime` can be, in a part file's column, is refused alike by the reader

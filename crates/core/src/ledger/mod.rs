@@ -69,6 +69,7 @@ mod cases;
 mod columns;
 mod commit;
 mod export;
+mod keyed;
 mod log;
 mod look_back;
 #[cfg(test)]

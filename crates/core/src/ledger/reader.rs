@@ -8,6 +8,7 @@ use std::path::Path;
 
 use polars::prelude::{ParallelStrategy, ParquetReader, SerReader};
 
+use super::keyed::Keyed;
 use super::{LoadFilter, Manifest, PartFile, Store, columns, io, log, look_back, rows};
 use crate::charge::{Charge, ChargeId, YearMonth};
 use crate::error::{Error, ErrorKind, Result};
@@ -114,8 +115,8 @@ impl Store {
             let names = rows::row_columns(wanted[i]).map(|c| c.name.to_owned());
             Some(names.collect())
         };
-        let decode = |i: usize, df: &polars::prelude::DataFrame| {
-            let read = rows::rows_from_frame(df, wanted[i])?;
+        let decode = |i: usize, df: &polars::prelude::DataFrame, keyed: &Keyed| {
+            let read = rows::rows_from_frame(df, keyed, wanted[i])?;
             match plan.shares[i] {
                 Some(said) if read.0.len() as u64 != said => {
                     Err(format!("holds {} charges, the manifest says {said}", read.0.len()))
@@ -125,7 +126,7 @@ impl Store {
         };
         let mut failed = None;
         let mut slots = Slots::new(&plan.slots);
-        read_parts_by(&self.backend, &plan.reads, &columns, decode, |(i, read)| {
+        read_parts_by(&self.backend, &plan.reads, &columns, true, decode, |(i, read)| {
             slots.take(i, read, &mut |rows, a, texts| {
                 if let Err(e) = window.append_keeping(rows, a, texts, keep)
                     && failed.is_none()
@@ -335,16 +336,19 @@ pub(super) fn read_parts_in_order<T: Send>(
 ) -> Result<()> {
     let columns: Option<Vec<String>> = columns.map(|c| c.iter().map(|n| (*n).to_owned()).collect());
     let columns = |_: usize| columns.clone();
-    read_parts_by(backend, parts, &columns, |_, df| decode(df), take)
+    read_parts_by(backend, parts, &columns, false, |_, df, _| decode(df), take)
 }
 
 /// [`read_parts_in_order`] reading of part `i` the columns `columns(i)` (all if `None`), each
-/// decoded by `decode(i, frame)`.
+/// decoded by `decode(i, frame, keyed)`; with `as_keys`, those of them a window's rows map
+/// ([`rows::MAPPED`]) are read as dictionary keys into `keyed` where the file allows
+/// ([`super::keyed`]), the others into `frame`.
 pub(super) fn read_parts_by<T: Send>(
     backend: &super::backend::Backend,
     parts: &[(&str, &str)],
     columns: &(dyn Fn(usize) -> Option<Vec<String>> + Sync),
-    decode: impl Fn(usize, &polars::prelude::DataFrame) -> std::result::Result<T, String> + Sync,
+    as_keys: bool,
+    decode: impl Fn(usize, &polars::prelude::DataFrame, &Keyed) -> std::result::Result<T, String> + Sync,
     mut take: impl FnMut(T),
 ) -> Result<()> {
     use std::sync::atomic::{AtomicUsize, Ordering};
@@ -362,8 +366,18 @@ pub(super) fn read_parts_by<T: Send>(
                     let read = backend
                         .local(name)
                         .and_then(|path| {
-                            let df = read_parquet(&path, columns(i))?;
-                            decode(i, &df).map_err(|m| Error::ledger(&path, m))
+                            let (keyed, columns) = match columns(i) {
+                                Some(names) if as_keys => {
+                                    let (keys, rest): (Vec<_>, Vec<_>) = names
+                                        .into_iter()
+                                        .partition(|n| rows::MAPPED.contains(&n.as_str()));
+                                    let (keyed, left) = super::keyed::read(&path, keys);
+                                    (keyed, Some(rest.into_iter().chain(left).collect()))
+                                }
+                                columns => (Keyed::default(), columns),
+                            };
+                            let df = read_parquet(&path, columns)?;
+                            decode(i, &df, &keyed).map_err(|m| Error::ledger(&path, m))
                         })
                         .map_err(|e| unreadable(e, batch));
                     if tx.send((i, read)).is_err() {

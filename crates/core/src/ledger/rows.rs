@@ -6,6 +6,7 @@ use polars::prelude::*;
 use polars_arrow::array::Array;
 
 use super::columns::{Read, micros, parse, required};
+use super::keyed::Keyed;
 use super::mantissa::{check_figure, figure_bound, packed_from_mantissa};
 use super::schema::{self, SCHEMA, Type};
 use crate::charge::ChargeId;
@@ -113,18 +114,61 @@ pub(crate) fn row_columns(wanted: Wanted) -> impl Iterator<Item = &'static schem
 /// unless wanted) and their texts.
 pub(crate) type PartRows = (Vec<Row>, Side, Texts);
 
-/// See [`PartRows`].
-pub(crate) fn rows_from_frame(df: &DataFrame, wanted: Wanted) -> Result<PartRows, String> {
+/// The text columns a [`Row`] maps (see [`mapped`]), which [`keyed`] may read as keys.
+pub(crate) const MAPPED: [&str; 13] = [
+    "billing_period",
+    "category",
+    "kind",
+    "pricing",
+    "platform",
+    "account",
+    "currency",
+    "resource_id",
+    "instance_id",
+    "gpu_model",
+    "unit",
+    "source_file",
+    "source_item",
+];
+
+/// Text column `name`, from `keyed` if it was read there, else from `df`, each value mapped
+/// by `f` (see [`mapped`]); as many as `df` has rows.
+fn text<T: Copy>(
+    df: &DataFrame,
+    keyed: &Keyed,
+    name: &str,
+    f: impl FnMut(&str) -> Result<T, String>,
+) -> Result<Vec<Option<T>>, String> {
+    let values = match keyed.get(name) {
+        Some(chunks) => super::keyed::mapped(chunks, name, f)?,
+        None => mapped(df, name, f)?,
+    };
+    if values.len() != df.height() {
+        return Err(format!(
+            "column {name} holds {} values, the file {}",
+            values.len(),
+            df.height()
+        ));
+    }
+    Ok(values)
+}
+
+/// See [`PartRows`]: of `df`, and of `keyed` the columns read there.
+pub(crate) fn rows_from_frame(
+    df: &DataFrame,
+    keyed: &Keyed,
+    wanted: Wanted,
+) -> Result<PartRows, String> {
     let mut texts = Texts::default();
     // The instants, the billed cost and the ids straight from their arrays; the columns read
     // only for some uses through `Read`.
     let by_read = |c: &&schema::Column| matches!(c.type_, Type::Count | Type::Line);
     let r = Read::of(df, row_columns(wanted).filter(by_read))?;
     let (start, end) = (micros(df, "charge_start")?, micros(df, "charge_end")?);
-    let period = mapped(df, "billing_period", str::parse::<crate::charge::YearMonth>)?;
-    let category = mapped(df, "category", str::parse::<crate::charge::Category>)?;
-    let kind = mapped(df, "kind", str::parse::<crate::charge::Kind>)?;
-    let pricing = mapped(df, "pricing", str::parse::<crate::charge::Pricing>)?;
+    let period = text(df, keyed, "billing_period", str::parse::<crate::charge::YearMonth>)?;
+    let category = text(df, keyed, "category", str::parse::<crate::charge::Category>)?;
+    let kind = text(df, keyed, "kind", str::parse::<crate::charge::Kind>)?;
+    let pricing = text(df, keyed, "pricing", str::parse::<crate::charge::Pricing>)?;
     let billed_cost = packed(df, "billed_cost")?;
     let amounts = match (wanted.amounts, wanted.quantity_only) {
         (false, _) => Vec::new(),
@@ -143,7 +187,7 @@ pub(crate) fn rows_from_frame(df: &DataFrame, wanted: Wanted) -> Result<PartRows
     let ids = if wanted.ids { charge_ids(df)? } else { Vec::new() };
     let line = if wanted.lines { Some(r.int("source_line")?) } else { None };
     let gpu_count = if wanted.usage { Some(r.int("gpu_count")?) } else { None };
-    let mut sym = |name| mapped(df, name, |t| Ok(texts.sym(t)));
+    let mut sym = |name| text(df, keyed, name, |t| Ok(texts.sym(t)));
     let (platform, account, currency) = (sym("platform")?, sym("account")?, sym("currency")?);
     let (resource_id, instance_id) = (sym("resource_id")?, sym("instance_id")?);
     let gpu_model = sym("gpu_model")?;
