@@ -434,8 +434,10 @@ def part_property(binary, work, rng, failures):
     """A ledger whose part file is damaged (bytes flipped, zeroed or cut: `parquet_mutation`)
     gives waste, reconcile, cost, the review (`report`) and summary an answer or exit 2 with
     an error that names the damaged file or its batch; never a panic. These read the part
-    files' columns straight into rows (texts and enums by their Arrow views, ids as hex
-    digits, amounts from their mantissas), each only the columns it uses of each month."""
+    files' columns straight into rows (texts and enums by their dictionaries' keys, read by
+    polars-parquet's page decoder from the column chunks' bytes the footer points at, or by
+    their Arrow views; ids as hex digits, amounts from their mantissas), each only the
+    columns it uses of each month."""
     ledger = work / "part-ledger"
     shutil.rmtree(ledger, ignore_errors=True)
     for bill in sorted(str(p) for p in (ROOT / "examples/bills").glob("*.csv")):
