@@ -424,3 +424,34 @@ fn a_damaged_look_back_file_is_refused_naming_its_batch_and_found_by_verify() {
     assert_eq!(stdout(&after), stdout(&before));
     assert_eq!(gpuaudit(dir.path(), &["ledger", "--verify"]).status.code(), Some(0));
 }
+
+#[test]
+fn figures_no_check_can_multiply_are_refused_naming_the_line_and_the_check() {
+    // Every figure is within a bill's bounds (it imports), but a price times a quantity, or
+    // a cost times a saving, needs more than 28 digits: the audits refuse the bill, naming
+    // where the charge was read and which check met it, with or without the evidence read.
+    let dir = workdir();
+    let bill = "fixtures/aliyun/unauditable/figures_no_check_can_multiply.csv";
+    let out = gpuaudit(dir.path(), &["import", bill]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let before = snapshot(&dir.path().join(".gpuaudit"));
+    let waste = format!(
+        "error: {bill}:3: W005 on-demand-over-subscription: a charge's share of its time (the charge of i-bp1huge0001 from 2024-04-30 16:00 UTC): "
+    );
+    let reconcile = format!(
+        "error: {bill}:3: R001 arithmetic: a unit price times its quantity (the charge of i-bp1huge0001 from 2024-04-30 16:00 UTC): "
+    );
+    for (command, want) in [("waste", &waste), ("reconcile", &reconcile)] {
+        for format in ["table", "csv", "json"] {
+            let args = [command, "--month", "2024-05", "--format", format];
+            let out = gpuaudit(dir.path(), &args);
+            assert_eq!(out.status.code(), Some(2), "{args:?}: {}", stderr(&out));
+            assert!(stderr(&out).starts_with(want.as_str()), "{args:?}: {}", stderr(&out));
+            assert!(
+                stderr(&out).ends_with("the exact result does not fit in 28 significant digits\n")
+            );
+            assert_eq!(stdout(&out), "", "{args:?}");
+        }
+    }
+    assert_eq!(snapshot(&dir.path().join(".gpuaudit")), before);
+}

@@ -281,3 +281,21 @@ fn a_program_reads_a_bill_into_a_sink_of_its_own() {
     got.sort();
     assert_eq!(got, want);
 }
+
+#[test]
+fn the_embedding_path_names_the_line_and_the_check_of_figures_no_check_can_multiply() {
+    let path = crate::fixture("aliyun/unauditable/figures_no_check_can_multiply.csv");
+    let bill = gpuaudit_core::parse_bill(&path, None).unwrap();
+    let may: gpuaudit_core::YearMonth = "2024-05".parse().unwrap();
+    let config = gpuaudit_core::config::Config::default();
+    let at = format!("{}:3: ", path.display());
+    let waste = gpuaudit_core::waste::audit(&bill.charges, may, &config).unwrap_err().to_string();
+    assert!(waste.starts_with(&format!("{at}W005 on-demand-over-subscription: ")), "{waste}");
+    let input = gpuaudit_core::reconcile::ReconcileInput::default();
+    let reconcile =
+        gpuaudit_core::reconcile::check(&bill.charges, may, &input).unwrap_err().to_string();
+    assert!(reconcile.starts_with(&format!("{at}R001 arithmetic: ")), "{reconcile}");
+    for message in [waste, reconcile] {
+        assert!(message.contains("(the charge of i-bp1huge0001 from 2024-04-30 16:00 UTC)"));
+    }
+}

@@ -22,6 +22,18 @@ fn overflow(what: &str) -> crate::Error {
     ErrorKind::Overflow { what: what.to_owned() }.into()
 }
 
+/// `e`, when it is money that does not fit and does not name check `code` yet (as one said
+/// of a charge does), said to be met by the check `code` `name` (a waste rule or a
+/// reconciliation check). Any other error as it is.
+pub(crate) fn met_by(code: &str, name: &str, e: crate::Error) -> crate::Error {
+    match e.into_kind() {
+        ErrorKind::Overflow { what } if !what.contains(code) => {
+            ErrorKind::Overflow { what: format!("{code} {name}: {what}") }.into()
+        }
+        other => other.into(),
+    }
+}
+
 /// `a + b`, exact, or an error naming `what`.
 ///
 /// Exact means: to every decimal the figures have, up to [`crate::MAX_SCALE`] (12). Bill

@@ -37,6 +37,8 @@ pub use micros::Micros;
 
 #[path = "window_link.rs"]
 mod link;
+#[path = "window_said.rs"]
+mod said;
 pub use link::link_rows;
 
 /// A text of a window: its index in the window's [`Texts`] (four bytes; `Option<Sym>` too).

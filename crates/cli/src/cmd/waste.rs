@@ -78,7 +78,15 @@ pub fn run(
     let findings = if args.format == Format::Json || args.explain {
         store.audit(month, &config, &rules, &platforms)?
     } else {
-        store.audit_without_evidence(month, &config, &rules, &platforms)?
+        match store.audit_without_evidence(month, &config, &rules, &platforms) {
+            // Money that does not fit names its charge by id only (no file or line was
+            // read): audited again reading them, the error says where the charge was read.
+            Err(e) if matches!(e.kind(), gpuaudit_core::ErrorKind::Overflow { .. }) => {
+                let again = store.audit(month, &config, &rules, &platforms);
+                return Err(again.err().unwrap_or(e).into());
+            }
+            found => found?,
+        }
     };
     let totals = waste::totals(&findings)?;
     match args.format {

@@ -40,6 +40,11 @@ fn hours(d: Duration) -> Decimal {
     Decimal::from(d.num_seconds()) / Decimal::from(3600)
 }
 
+/// `e` said of charge `c`, met by `check` ([`crate::window::Window::said_of`]).
+fn said(ctx: &Context<'_>, check: &dyn Check, c: &Row, e: crate::Error) -> crate::Error {
+    ctx.window.said_of(c, check.code(), check.name(), e)
+}
+
 /// R001: unit price × quantity against the money that price applies to: the list cost (the
 /// billed cost where a row has none), or the billed cost for platforms whose profile says so
 /// (AWS CUR's unblended rate prices the unblended cost; its list cost is the public on-demand
@@ -79,9 +84,12 @@ impl Check for Arithmetic {
             if agrees(price, quantity, actual) {
                 continue;
             }
-            let expected = money::mul(price, quantity, "a unit price times its quantity")?.abs();
+            let expected = money::mul(price, quantity, "a unit price times its quantity")
+                .map_err(|e| said(ctx, self, c, e))?
+                .abs();
             let actual = actual.abs();
-            let difference = money::sub(actual, expected, "a line's arithmetic")?;
+            let difference = money::sub(actual, expected, "a line's arithmetic")
+                .map_err(|e| said(ctx, self, c, e))?;
             // Half a unit of the figure's last decimal, at least 0.01: always 0.01 (`agrees`).
             let tolerance = Decimal::new(1, 2);
             if difference.abs() <= tolerance {
@@ -138,7 +146,8 @@ impl Check for DoubleCharge {
                     let end = c.charge_end.min(prev.charge_end);
                     let mut d = base(ctx, self, c, span_text(start.time(), end.time()));
                     d.expected = prev.billed_cost();
-                    d.actual = money::add(prev.billed_cost(), c.billed_cost(), "a double charge")?;
+                    d.actual = money::add(prev.billed_cost(), c.billed_cost(), "a double charge")
+                        .map_err(|e| said(ctx, self, c, e))?;
                     d.difference = c.billed_cost();
                     d.locations = vec![line(ctx, prev), line(ctx, c)];
                     d.detail = format!(
@@ -248,12 +257,14 @@ impl Check for BalanceChain {
             for c in rows {
                 let stated = ctx.amounts(c).balance_after().unwrap_or_default();
                 if let Some(previous) = balance {
-                    let expected = money::sub(previous, c.billed_cost(), "a running balance")?;
+                    let expected = money::sub(previous, c.billed_cost(), "a running balance")
+                        .map_err(|e| said(ctx, self, c, e))?;
                     if expected != stated && c.billing_period == ctx.month {
                         let mut d = base(ctx, self, c, c.billing_period.to_string());
                         d.expected = expected;
                         d.actual = stated;
-                        d.difference = money::sub(stated, expected, "a running balance")?;
+                        d.difference = money::sub(stated, expected, "a running balance")
+                            .map_err(|e| said(ctx, self, c, e))?;
                         d.detail = format!(
                             "balance {} after {} {} should be {}",
                             money_text(stated),
@@ -383,7 +394,8 @@ impl Check for RateCardCheck {
                 let mut d = base(ctx, self, c, c.billing_period.to_string());
                 d.expected = contracted;
                 d.actual = price;
-                d.difference = money::sub(price, contracted, "a price above the rate card")?;
+                d.difference = money::sub(price, contracted, "a price above the rate card")
+                    .map_err(|e| said(ctx, self, c, e))?;
                 d.detail = format!(
                     "{model} billed at {} per hour, the rate card says {}",
                     money_text(price),
@@ -422,7 +434,10 @@ impl Check for MixedCurrency {
                     currencies.len() - 1
                 }
             };
-            currencies[at].1.add(c.billed_cost(), "an account's spend in a currency")?;
+            currencies[at]
+                .1
+                .add(c.billed_cost(), "an account's spend in a currency")
+                .map_err(|e| said(ctx, self, c, e))?;
         }
         let texts = |k: &(Sym, Option<Sym>)| (ctx.text(k.0), ctx.opt(k.1));
         let groups = in_text_order(by_sym, texts).into_iter().map(|(_, currencies)| {

@@ -260,7 +260,9 @@ pub fn check_rows(
     let ctx = Context { charges: &window.rows, texts: &window.texts, window, month, input };
     let mut out = Vec::new();
     // The checks side by side; their discrepancies in the order of the checks.
-    for found in crate::par::map(checks, |c| c.run(&ctx)) {
+    // An error names its check (a charge's, `Window::said_of`, names it already).
+    let run = |c: &&dyn Check| c.run(&ctx).map_err(|e| crate::money::met_by(c.code(), c.name(), e));
+    for found in crate::par::map(checks, run) {
         let mut found = found?;
         found.sort_by(|a, b| {
             a.locations.cmp(&b.locations).then_with(|| a.platform.cmp(&b.platform))

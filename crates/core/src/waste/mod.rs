@@ -291,6 +291,11 @@ impl<'a> Context<'a> {
         self.rates.get(&key).copied()
     }
 
+    /// `e` said of charge `c`, met by `rule` ([`Window::said_of`]).
+    pub(crate) fn of_charge(&self, rule: &dyn Rule, c: &Row, e: crate::Error) -> crate::Error {
+        self.window.said_of(c, rule.code(), rule.name(), e)
+    }
+
     /// The text `sym` stands for.
     pub fn text(&self, sym: Sym) -> &'a str {
         self.texts.get(sym)
@@ -390,8 +395,12 @@ pub fn audit_rows(
     // Every rule's findings first, side by side (no rule reads the claims), so that the set
     // of claimed charges is made once at its size: grown as it went, rehashing millions of
     // ids was a fifth of an audit.
-    let found =
-        crate::par::map_heaviest_first(rules, |rule| rule.weight(), |rule| rule.check(&ctx));
+    // An error names its rule (a charge's, [`Context::of_charge`], names it already).
+    let found = crate::par::map_heaviest_first(
+        rules,
+        |rule| rule.weight(),
+        |rule| rule.check(&ctx).map_err(|e| crate::money::met_by(rule.code(), rule.name(), e)),
+    );
     let found = found.into_iter().collect::<crate::Result<Vec<_>>>()?;
     // The last rule's charges are claimed from no one after it.
     let claimable = found.iter().rev().skip(1).flatten().map(|f| f.charges.len()).sum();

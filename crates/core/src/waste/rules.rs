@@ -103,7 +103,8 @@ impl<'a> Drafts<'a> {
             .into_iter()
             .map(|(_, group)| {
                 let first = group.first;
-                let (projection, recommendation) = describe(first)?;
+                let (projection, recommendation) =
+                    describe(first).map_err(|e| ctx.of_charge(rule, first, e))?;
                 let amount = group.lines.total("a finding's wasted money")?;
                 Ok(Finding {
                     code: rule.code(),
@@ -193,7 +194,8 @@ fn while_off(
             continue; // compute seen only at instants: when it was off is unknown
         }
         let spans = off.entry(instance).or_insert_with(|| tl.off_after_grace(known, grace));
-        drafts.add(ctx, c, prorated(c, spans)?, clip(c, spans));
+        let wasted = prorated(c, spans).map_err(|e| ctx.of_charge(rule, c, e))?;
+        drafts.add(ctx, c, wasted, clip(c, spans));
     }
     drafts.findings(ctx, rule, |c| {
         let instance = ctx.opt(c.instance_id).unwrap_or_default();
@@ -332,7 +334,8 @@ impl Rule for StaleSnapshot {
                 .map(|(s, e)| (s.max(old_from), e))
                 .filter(|(s, e)| s < e)
                 .collect();
-            drafts.add(ctx, c, prorated(c, &spans)?, clip(c, &spans));
+            let wasted = prorated(c, &spans).map_err(|e| ctx.of_charge(self, c, e))?;
+            drafts.add(ctx, c, wasted, clip(c, &spans));
         }
         drafts.findings(ctx, self, |c| {
             let owner = match ctx.opt(c.instance_id) {
@@ -381,7 +384,8 @@ impl OnDemandOverSubscription {
                 .entry((ctx.text(c.platform).to_owned(), gpu, ctx.text(c.currency).to_owned()))
                 .or_default();
             let (slot, per) = if days >= 28 { (&mut entry.0, 30) } else { (&mut entry.1, 7) };
-            let price = share_of(c.billed_cost(), Decimal::from(per), Decimal::from(days))?;
+            let price = share_of(c.billed_cost(), Decimal::from(per), Decimal::from(days))
+                .map_err(|e| ctx.of_charge(&OnDemandOverSubscription, c, e))?;
             *slot = Some(slot.map_or(price, |p: Decimal| p.min(price)));
         }
         Ok(seen)
@@ -483,7 +487,8 @@ impl Rule for OnDemandOverSubscription {
                     / 3600;
             let mut drafts = Drafts::default();
             for c in &charges {
-                let share = share_of(c.billed_cost(), savings, on_demand)?;
+                let share = share_of(c.billed_cost(), savings, on_demand)
+                    .map_err(|e| ctx.of_charge(self, c, e))?;
                 drafts.add(ctx, c, share, (c.charge_start, c.charge_end));
             }
             let projection = if active_days > 0 {
@@ -535,7 +540,10 @@ impl Rule for TrafficHeavy {
         for c in ctx.in_month() {
             let Some(i) = c.instance_id else { continue };
             let entry = cost.entry((c.platform, i, c.currency)).or_default();
-            entry.0.add(c.billed_cost(), "an instance's cost")?;
+            entry
+                .0
+                .add(c.billed_cost(), "an instance's cost")
+                .map_err(|e| ctx.of_charge(self, c, e))?;
             if c.category == Category::Traffic && c.billed_positive() {
                 entry.1.push(c);
             }
@@ -556,7 +564,8 @@ impl Rule for TrafficHeavy {
                 drafts.add(
                     ctx,
                     c,
-                    share_of(c.billed_cost(), excess, spent)?,
+                    share_of(c.billed_cost(), excess, spent)
+                        .map_err(|e| ctx.of_charge(self, c, e))?,
                     (c.charge_start, c.charge_end),
                 );
             }
