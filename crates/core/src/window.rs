@@ -45,6 +45,13 @@ pub use link::link_rows;
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct Sym(NonZeroU32);
 
+impl Sym {
+    /// Its number (for mixing a key of syms into a word, [`crate::slots`]).
+    pub(crate) fn word(self) -> u64 {
+        u64::from(self.0.get())
+    }
+}
+
 /// The texts of a window, each kept once.
 #[derive(Debug, Default, Clone)]
 pub struct Texts {
@@ -569,7 +576,7 @@ pub fn row_of(c: &Charge, texts: &mut Texts) -> Row {
 /// by `texts_of`: what a `BTreeMap` keyed by the texts gives, without comparing texts for
 /// every row put in a group.
 pub fn in_text_order<K, V, O: Ord>(
-    groups: HashMap<K, V>,
+    groups: impl IntoIterator<Item = (K, V)>,
     texts_of: impl Fn(&K) -> O,
 ) -> Vec<(K, V)> {
     let mut groups: Vec<(K, V)> = groups.into_iter().collect();

@@ -33,6 +33,7 @@ use chrono::{DateTime, Duration, Utc};
 use chrono_tz::Tz;
 use rust_decimal::Decimal;
 
+use crate::slots::SlotMap;
 use lines::Claims;
 pub use lines::{Evidence, Lines};
 pub use rules::{
@@ -181,31 +182,59 @@ type Rates = HashMap<(Sym, Option<Sym>, Category, Sym), Rate>;
 
 /// What the rows tell ([`LeftOut`]), and whether each row is at its place in the window (its
 /// `pos`): in the same read of every row.
+/// [`LeftOut::add`] of every row (each platform's span kept apart, and each resource's first
+/// sighting found through the resources met last, [`SlotMap`]: a window's rows take turns
+/// among an instance's few resources hour after hour).
 fn seen(charges: &[Row], texts: &Texts) -> (LeftOut, bool) {
-    let (mut seen, mut at_places) = (LeftOut::default(), true);
+    let mut at_places = true;
+    let mut spans: Vec<(Sym, (Micros, Micros))> = Vec::new();
+    let mut first_seen: SlotMap<(Sym, Sym), Micros> = SlotMap::default();
     for (i, c) in charges.iter().enumerate() {
-        seen.add(c, texts);
+        let at = match spans.iter().position(|(p, _)| *p == c.platform) {
+            Some(at) => at,
+            None => {
+                spans.push((c.platform, (c.charge_start, c.charge_end)));
+                spans.len() - 1
+            }
+        };
+        let span = &mut spans[at].1;
+        *span = (span.0.min(c.charge_start), span.1.max(c.charge_end));
+        if let Some(resource) = c.resource_id.filter(|&s| !texts.get(s).is_empty()) {
+            let mix = c.platform.word() << 32 ^ resource.word();
+            let seen = first_seen.entry(mix, (c.platform, resource), || c.charge_start);
+            *seen = (*seen).min(c.charge_start);
+        }
         at_places &= c.pos as usize == i;
     }
+    let seen = LeftOut {
+        spans: spans.into_iter().collect(),
+        first_seen: first_seen.into_values().into_iter().collect(),
+        rows: charges.len() as u64,
+    };
     (seen, at_places)
 }
 
+/// Each resource's spend in `month`, its time, last end and charges, found through the
+/// resources met last ([`SlotMap`]).
 fn rates(charges: &[Row], texts: &Texts, month: YearMonth) -> crate::Result<Rates> {
-    let mut rates: HashMap<_, (crate::money::Sum, i64, Micros, usize)> = HashMap::default();
+    let mut rates: SlotMap<_, (crate::money::Sum, i64, Micros, usize)> = SlotMap::default();
     for c in charges {
         if c.billing_period == month && c.is_spend() && c.billed_positive() {
             // An empty resource id is no resource.
             let resource = c.resource_id.filter(|&r| !texts.get(r).is_empty());
             let key = (c.platform, resource, c.category, c.currency);
-            let rate = rates.entry(key).or_insert((Default::default(), 0, c.charge_end, 0));
+            let mix = (c.platform.word() << 32 ^ resource.map_or(0, Sym::word))
+                ^ (c.currency.word() << 20)
+                ^ (c.category as u64) << 56;
+            let rate = rates.entry(mix, key, || (Default::default(), 0, c.charge_end, 0));
             rate.0.add(c.billed_cost(), "a resource's spend")?;
             rate.1 += (c.charge_end - c.charge_start).num_seconds();
             rate.2 = rate.2.max(c.charge_end);
             rate.3 += 1;
         }
     }
-    let rates = rates.into_iter().map(|(k, (spent, s, end, n))| (k, (spent.value(), s, end, n)));
-    Ok(rates.collect())
+    let rates = rates.into_values().into_iter();
+    Ok(rates.map(|(k, (spent, s, end, n))| (k, (spent.value(), s, end, n))).collect())
 }
 
 impl<'a> Context<'a> {

@@ -11,6 +11,7 @@ use crate::charge::{Category, Kind, Pricing};
 use crate::error::Result;
 use crate::money;
 use crate::report::money_text;
+use crate::slots::SlotMap;
 use crate::window::{Micros, Row, Sym, in_text_order};
 use rustc_hash::FxHashMap as HashMap;
 
@@ -69,7 +70,9 @@ struct Group<'a> {
 
 #[derive(Default)]
 struct Drafts<'a> {
-    groups: HashMap<GroupKey, Group<'a>>,
+    /// Found through the groups met last ([`SlotMap`]): a rule meets an instance's disk,
+    /// IP and traffic rows in turns, hour after hour.
+    groups: SlotMap<GroupKey, Group<'a>>,
 }
 
 impl<'a> Drafts<'a> {
@@ -82,7 +85,10 @@ impl<'a> Drafts<'a> {
         let key = (c.platform, c.instance_id, c.resource_id, c.category, c.currency);
         // Room for as many lines as the resource has charges in the month: most findings
         // rest on all of them, and a list grown by doubling was two fifths unused.
-        let group = self.groups.entry(key).or_insert_with(|| {
+        let mix = c.platform.word() << 32
+            ^ c.resource_id.map_or(0, Sym::word)
+            ^ c.instance_id.map_or(0, Sym::word) << 16;
+        let group = self.groups.entry(mix, key, || {
             let room = ctx.rate_of(c).map_or(0, |r| r.3);
             Group { first: c, span, lines: ctx.lines_with_room(room) }
         });
@@ -99,7 +105,7 @@ impl<'a> Drafts<'a> {
         mut describe: impl FnMut(&'a Row) -> Result<(Decimal, String)>,
     ) -> Result<Vec<Finding>> {
         let texts = |k: &GroupKey| (ctx.text(k.0), ctx.opt(k.1), ctx.opt(k.2), k.3, ctx.text(k.4));
-        in_text_order(self.groups, texts)
+        in_text_order(self.groups.into_values(), texts)
             .into_iter()
             .map(|(_, group)| {
                 let first = group.first;
