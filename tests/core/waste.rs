@@ -203,6 +203,32 @@ fn w001_disk_billing_after_the_grace_of_a_long_stop_is_waste() {
 }
 
 #[test]
+fn w001_an_instance_id_on_two_platforms_is_judged_by_each_platform_s_own_time() {
+    // The same id on Alibaba (stopped after May 3) and on AutoDL (running every day): only
+    // Alibaba's disk bills while its instance is off, whichever platform's rows come first.
+    for alibaba_first in [true, false] {
+        let (mut alibaba, mut autodl) = (Book::aliyun(), Book::autodl());
+        alibaba.runs("ins-same", 5, 1..=3, dec!(2.00));
+        alibaba.daily(Category::DataDisk, Some("ins-same"), "disk-ali", 5, 1..=31, dec!(1.60));
+        autodl.runs("ins-same", 5, 1..=31, dec!(2.00));
+        autodl.daily(Category::DataDisk, Some("ins-same"), "disk-adl", 5, 1..=31, dec!(1.60));
+        let mut charges = Vec::new();
+        let (first, second) = if alibaba_first { (&alibaba, &autodl) } else { (&autodl, &alibaba) };
+        for (i, c) in first.charges.iter().chain(&second.charges).enumerate() {
+            charges.push(Charge { id: ChargeId(i as u128 + 1), ..c.clone() });
+        }
+        let findings = audit(&charges, may(), &Config::default()).unwrap();
+        let w = only(&findings, "W001");
+        assert_eq!(w.len(), 1, "alibaba first: {alibaba_first}: {w:?}");
+        assert_eq!(
+            (w[0].platform.as_str(), w[0].resource_id.as_deref()),
+            ("aliyun", Some("disk-ali"))
+        );
+        assert_eq!(w[0].amount, dec!(1.60) * dec!(25));
+    }
+}
+
+#[test]
 fn w001_a_stop_for_one_night_is_not_waste() {
     for mut book in both() {
         let days: Vec<u32> = (1..=31).filter(|d| d % 7 != 6).collect();

@@ -13,7 +13,6 @@ use crate::money;
 use crate::report::money_text;
 use crate::slots::SlotMap;
 use crate::window::{Micros, Row, Sym, in_text_order};
-use rustc_hash::FxHashMap as HashMap;
 
 /// Seconds in the 30-day month used for projections.
 const MONTH_SECONDS: i64 = 30 * 24 * 3600;
@@ -182,24 +181,26 @@ fn while_off(
 ) -> Result<Vec<Finding>> {
     let mut drafts = Drafts::default();
     let grace = Duration::hours(i64::from(grace_hours));
-    let mut off: rustc_hash::FxHashMap<&str, Vec<Span>> = Default::default();
+    // Per instance (by its platform's and its own syms, found through the instances met
+    // last): its off periods after the grace, or none when its charges are not this rule's.
+    let mut off: SlotMap<(Sym, Sym), Option<Vec<Span>>> = SlotMap::default();
+    let off_of = |platform: Sym, instance: Sym| {
+        let (platform, instance) = (ctx.text(platform), ctx.text(instance));
+        if !ctx.ran_recently(platform, instance) {
+            return None; // W003's: the instance is likely released
+        }
+        let (tl, known) = (ctx.timeline(platform, instance)?, ctx.known_span(platform)?);
+        // Compute seen only at instants: when it was off is unknown.
+        tl.knows_off().then(|| tl.off_after_grace(known, grace))
+    };
     for c in ctx.in_month() {
         if !categories.contains(&c.category) || !c.billed_positive() {
             continue;
         }
-        let Some(instance) = ctx.opt(c.instance_id) else { continue };
-        if !ctx.ran_recently(ctx.text(c.platform), instance) {
-            continue; // W003's: the instance is likely released
-        }
-        let (Some(tl), Some(known)) =
-            (ctx.timeline(ctx.text(c.platform), instance), ctx.known_span(ctx.text(c.platform)))
-        else {
-            continue;
-        };
-        if !tl.knows_off() {
-            continue; // compute seen only at instants: when it was off is unknown
-        }
-        let spans = off.entry(instance).or_insert_with(|| tl.off_after_grace(known, grace));
+        let Some(instance) = c.instance_id else { continue };
+        let mix = c.platform.word() << 32 ^ instance.word();
+        let found = off.entry(mix, (c.platform, instance), || off_of(c.platform, instance));
+        let Some(spans) = found.as_ref() else { continue };
         let wasted = prorated(c, spans).map_err(|e| ctx.of_charge(rule, c, e))?;
         drafts.add(ctx, c, wasted, clip(c, spans));
     }
@@ -267,16 +268,16 @@ impl Rule for UnattachedStorage {
         let mut drafts = Drafts::default();
         let storage = [Category::SystemDisk, Category::DataDisk, Category::PublicIp];
         // Rows come by the million, instances by the thousand.
-        let mut ran: HashMap<(Sym, Sym), bool> = HashMap::default();
+        let mut ran: SlotMap<(Sym, Sym), bool> = SlotMap::default();
         for c in ctx.in_month() {
             if !storage.contains(&c.category) || !c.billed_positive() {
                 continue;
             }
             let released = match c.instance_id {
                 None => true,
-                Some(i) => !*ran
-                    .entry((c.platform, i))
-                    .or_insert_with(|| ctx.ran_recently(ctx.text(c.platform), ctx.text(i))),
+                Some(i) => !*ran.entry(c.platform.word() << 32 ^ i.word(), (c.platform, i), || {
+                    ctx.ran_recently(ctx.text(c.platform), ctx.text(i))
+                }),
             };
             if released {
                 drafts.add(ctx, c, c.billed_cost(), (c.charge_start, c.charge_end));
@@ -448,20 +449,21 @@ impl Rule for OnDemandOverSubscription {
         2
     }
     fn check(&self, ctx: &Context<'_>) -> Result<Vec<Finding>> {
-        let mut by_instance: HashMap<(Sym, Sym, Sym), Vec<&Row>> = HashMap::default();
+        let mut by_instance: SlotMap<(Sym, Sym, Sym), Vec<&Row>> = SlotMap::default();
         for c in ctx.in_month() {
             let on_demand = c.category == Category::Compute
                 && c.kind == Kind::Usage
                 && c.pricing == Pricing::OnDemand
                 && c.billed_positive();
             if let (true, Some(i)) = (on_demand, c.instance_id) {
-                by_instance.entry((c.platform, i, c.currency)).or_default().push(c);
+                let mix = c.platform.word() << 32 ^ i.word() ^ c.currency.word() << 16;
+                by_instance.entry(mix, (c.platform, i, c.currency), Vec::new).push(c);
             }
         }
         let mut findings = Vec::new();
         let seen = Self::seen_plans(ctx)?;
         let texts = |k: &(Sym, Sym, Sym)| (ctx.text(k.0), ctx.text(k.1), ctx.text(k.2));
-        for (key, charges) in in_text_order(by_instance, texts) {
+        for (key, charges) in in_text_order(by_instance.into_values(), texts) {
             let (platform, instance, currency) = texts(&key);
             let Some(gpu) = charges.iter().find_map(|c| model(ctx, c)) else { continue };
             let (monthly, weekly) = Self::plans(ctx, &seen, (platform, &gpu, currency));
@@ -542,10 +544,11 @@ impl Rule for TrafficHeavy {
     }
     fn check(&self, ctx: &Context<'_>) -> Result<Vec<Finding>> {
         let share = ctx.config.waste.traffic_share;
-        let mut cost: HashMap<(Sym, Sym, Sym), (money::Sum, Vec<&Row>)> = HashMap::default();
+        let mut cost: SlotMap<(Sym, Sym, Sym), (money::Sum, Vec<&Row>)> = SlotMap::default();
         for c in ctx.in_month() {
             let Some(i) = c.instance_id else { continue };
-            let entry = cost.entry((c.platform, i, c.currency)).or_default();
+            let mix = c.platform.word() << 32 ^ i.word() ^ c.currency.word() << 16;
+            let entry = cost.entry(mix, (c.platform, i, c.currency), Default::default);
             entry
                 .0
                 .add(c.billed_cost(), "an instance's cost")
@@ -556,7 +559,7 @@ impl Rule for TrafficHeavy {
         }
         let mut findings = Vec::new();
         let texts = |k: &(Sym, Sym, Sym)| (ctx.text(k.0), ctx.text(k.1), ctx.text(k.2));
-        for (key, (total, traffic)) in in_text_order(cost, texts) {
+        for (key, (total, traffic)) in in_text_order(cost.into_values(), texts) {
             let (instance, total) = (ctx.text(key.1), total.value());
             let spent =
                 money::sum(traffic.iter().map(|c| c.billed_cost()), "an instance's traffic")?;
