@@ -1,6 +1,7 @@
 //! A part file's columns as a window's rows ([`crate::window::Row`]): only the columns the
-//! rules read, texts and enums mapped by their Arrow views (see [`mapped`]), the four
-//! optional amounts only for a window that keeps them.
+//! rules read, texts and enums mapped by their dictionaries' keys where the file keeps them
+//! so ([`super::keyed`]), else by their Arrow views (see [`mapped`]); the four optional
+//! amounts only for a window that keeps them.
 
 use polars::prelude::*;
 use polars_arrow::array::Array;
