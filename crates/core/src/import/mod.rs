@@ -32,6 +32,8 @@ mod header;
 mod input;
 #[cfg(feature = "store")]
 mod parquet;
+#[cfg(feature = "store")]
+pub(crate) use parquet::{Claims, pages_claim};
 mod pipeline;
 mod profile;
 mod row;

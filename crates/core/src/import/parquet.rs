@@ -59,7 +59,6 @@ pub(crate) fn parquet_as_csv(path: &Path) -> Result<Box<dyn Read + Send>> {
 /// turn into an error (the fuzz harness found a damaged header claiming 2^61 bytes' worth).
 /// Only the headers are read (a few bytes a page, seeking past each page's data).
 fn check_pages(path: &Path) -> Result<()> {
-    use polars_parquet_format::thrift::protocol::TCompactInputProtocol;
     use std::io::{Seek, SeekFrom};
     let bad = |message: String| -> Error {
         ErrorKind::Delivery { path: path.to_owned(), message }.into()
@@ -83,41 +82,74 @@ fn check_pages(path: &Path) -> Result<()> {
                 )));
             }
             file.seek(SeekFrom::Start(range.start)).map_err(|e| Error::io(path, e))?;
-            let mut seen = 0u64;
-            while seen < total {
-                let mut protocol = TCompactInputProtocol::new(&mut file, 1 << 20);
-                let Ok(header) =
-                    polars_parquet_format::PageHeader::read_from_in_protocol(&mut protocol)
-                else {
-                    return Ok(());
-                };
-                let values = header
-                    .data_page_header
-                    .as_ref()
-                    .map(|h| h.num_values)
-                    .or(header.data_page_header_v2.as_ref().map(|h| h.num_values))
-                    .unwrap_or(0);
-                let values = u64::try_from(values)
-                    .map_err(|_| bad(format!("a page claims {values} values")))?;
-                if values > total - seen {
-                    return Err(bad(format!(
-                        "a page claims {values} values where its column chunk has {} left: the file is damaged",
-                        total - seen
-                    )));
-                }
-                let page = u64::try_from(header.compressed_page_size.max(0)).unwrap_or(0);
-                let uncompressed = u64::try_from(header.uncompressed_page_size.max(0)).unwrap_or(0);
-                if page > size || uncompressed > size.saturating_mul(1000).max(1 << 30) {
-                    return Err(bad(format!(
-                        "a page claims {uncompressed} bytes in a file of {size}"
-                    )));
-                }
-                file.seek(SeekFrom::Current(page as i64)).map_err(|e| Error::io(path, e))?;
-                seen += values;
+            let bound = size.saturating_mul(1000).max(1 << 30);
+            match pages_claim(&mut file, total, size, bound) {
+                Claims::Fit | Claims::Unreadable => {}
+                Claims::Impossible(message) => return Err(bad(message)),
             }
         }
     }
     Ok(())
+}
+
+/// What the page headers of a column chunk claim ([`pages_claim`]).
+pub(crate) enum Claims {
+    /// No more values than the chunk holds, no page larger than the bounds.
+    Fit,
+    /// A header that cannot be read (the decoder that follows names what it cannot read).
+    Unreadable,
+    /// A claim no file of this size can hold, said.
+    Impossible(String),
+}
+
+/// Reads from `pages` (at a column chunk's first page) the headers of the pages that hold its
+/// `total` values, seeking past each page's data: each must claim no more values than are
+/// left, a page of at most `size` bytes (the bytes the chunk lives in) and at most `unpacked`
+/// bytes decompressed. polars' decoder makes room for a page's claims before it reads it.
+pub(crate) fn pages_claim<R: Read + std::io::Seek>(
+    pages: &mut R,
+    total: u64,
+    size: u64,
+    unpacked: u64,
+) -> Claims {
+    use polars_parquet_format::thrift::protocol::TCompactInputProtocol;
+    let mut seen = 0u64;
+    while seen < total {
+        let mut protocol = TCompactInputProtocol::new(&mut *pages, 1 << 20);
+        let Ok(header) = polars_parquet_format::PageHeader::read_from_in_protocol(&mut protocol)
+        else {
+            return Claims::Unreadable;
+        };
+        let values = header
+            .data_page_header
+            .as_ref()
+            .map(|h| h.num_values)
+            .or(header.data_page_header_v2.as_ref().map(|h| h.num_values))
+            .unwrap_or(0);
+        let Ok(values) = u64::try_from(values) else {
+            return Claims::Impossible(format!("a page claims {values} values"));
+        };
+        if values > total - seen {
+            return Claims::Impossible(format!(
+                "a page claims {values} values where its column chunk has {} left: the file is damaged",
+                total - seen
+            ));
+        }
+        let (page, inflated) = (header.compressed_page_size, header.uncompressed_page_size);
+        let (Ok(page), Ok(bytes)) = (u64::try_from(page), u64::try_from(inflated)) else {
+            return Claims::Impossible(format!(
+                "a page claims {page} bytes, {inflated} decompressed"
+            ));
+        };
+        if page > size || bytes > unpacked {
+            return Claims::Impossible(format!("a page claims {bytes} bytes in a file of {size}"));
+        }
+        if pages.seek(std::io::SeekFrom::Current(page as i64)).is_err() {
+            return Claims::Unreadable;
+        }
+        seen += values;
+    }
+    Claims::Fit
 }
 
 /// CSV text of a Parquet file, made a slice of rows at a time as it is read.

@@ -109,40 +109,14 @@ fn column<R: Read + Seek>(
 
 /// Whether the page headers of a column chunk's `bytes` claim no more values than its
 /// `values` and no page larger than a decompression of the chunk could make: the decoder
-/// makes room for what a page claims before it reads it (see `check_pages` of a Parquet
-/// bill). A chunk that fails is left to polars' reader, which refuses it as before.
+/// makes room for what a page claims before it reads it (the check a Parquet bill gets,
+/// [`crate::import::pages_claim`]). A chunk that fails is left to polars' reader, which
+/// refuses it as before.
 fn plausible(bytes: &[u8], values: i64) -> bool {
-    use polars_parquet_format::thrift::protocol::TCompactInputProtocol;
     let (Ok(total), size) = (u64::try_from(values), bytes.len() as u64) else { return false };
     let bound = size.saturating_mul(1000).max(1 << 20);
-    let mut at = std::io::Cursor::new(bytes);
-    let mut seen = 0u64;
-    while seen < total {
-        let mut protocol = TCompactInputProtocol::new(&mut at, 1 << 20);
-        let Ok(header) = polars_parquet_format::PageHeader::read_from_in_protocol(&mut protocol)
-        else {
-            return false;
-        };
-        let values = header
-            .data_page_header
-            .as_ref()
-            .map(|h| h.num_values)
-            .or(header.data_page_header_v2.as_ref().map(|h| h.num_values))
-            .unwrap_or(0);
-        let (Ok(values), Ok(page), Ok(unpacked)) = (
-            u64::try_from(values),
-            u64::try_from(header.compressed_page_size),
-            u64::try_from(header.uncompressed_page_size),
-        ) else {
-            return false;
-        };
-        if values > total - seen || page > size || unpacked > bound {
-            return false;
-        }
-        at.set_position(at.position().saturating_add(page));
-        seen += values;
-    }
-    true
+    let claims = crate::import::pages_claim(&mut std::io::Cursor::new(bytes), total, size, bound);
+    matches!(claims, crate::import::Claims::Fit)
 }
 
 /// The field of a text column read as keys (marked a categorical: polars-parquet reads
