@@ -19,6 +19,12 @@
 //!   most of a part file's bytes, is read by polars.
 //! - A column read here must hold as many values as the file has rows, and each key must
 //!   name an entry of its dictionary; anything else is an error, as polars' would be.
+//! - The decoder makes room for what a page header claims before it reads the page: a chunk
+//!   whose range passes the file's end, or whose headers claim more values than it holds, a
+//!   negative size or more than a thousand times its bytes decompressed, is left to polars'
+//!   reader ([`plausible`]), as is any chunk the decoder fails or panics on.
+//! - A ledger on object storage is read the same way: its part files are local copies by
+//!   the time they are read (`Backend::local`).
 
 use std::io::{Read, Seek, SeekFrom};
 use std::path::Path;
