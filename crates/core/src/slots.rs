@@ -56,9 +56,10 @@ impl<K: Copy + Eq + std::hash::Hash, V> Default for SlotMap<K, V> {
 }
 
 impl<K: Copy + Eq + std::hash::Hash, V> SlotMap<K, V> {
-    /// The value of `key` (mixed into `mix` by the caller: any word that tells keys apart
-    /// well), made by `make` if it has none yet.
-    pub(crate) fn entry(&mut self, mix: u64, key: K, make: impl FnOnce() -> V) -> &mut V {
+    /// The value of `key`, made by `make` if it has none yet.
+    pub(crate) fn entry(&mut self, key: K, make: impl FnOnce() -> V) -> &mut V {
+        // The key's slot from its own hash (a few multiplications for a key of a few words).
+        let mix = std::hash::BuildHasher::hash_one(&rustc_hash::FxBuildHasher, key);
         let at = match self.recent.get(mix, &key) {
             Some(at) => at,
             None => {
@@ -95,9 +96,7 @@ mod tests {
         for i in 0..20_000u64 {
             // Keys take turns in runs, as a window's resources do, among many more.
             let key = if i % 3 == 0 { (next() % 5_000) as u32 } else { (i / 7 % 4) as u32 };
-            // Mixes that collide (every key of a residue in one slot) must still tell them apart.
-            let mix = u64::from(key % 3);
-            *map.entry(mix, key, || 0) += i;
+            *map.entry(key, || 0) += i;
             if !oracle.contains_key(&key) {
                 order.push(key);
             }

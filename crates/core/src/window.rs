@@ -45,13 +45,6 @@ pub use link::link_rows;
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct Sym(NonZeroU32);
 
-impl Sym {
-    /// Its number (for mixing a key of syms into a word, [`crate::slots`]).
-    pub(crate) fn word(self) -> u64 {
-        u64::from(self.0.get())
-    }
-}
-
 /// The texts of a window, each kept once.
 #[derive(Debug, Default, Clone)]
 pub struct Texts {
@@ -335,11 +328,18 @@ impl LeftOut {
         let span = self.spans.entry(r.platform).or_insert((r.charge_start, r.charge_end));
         span.0 = span.0.min(r.charge_start);
         span.1 = span.1.max(r.charge_end);
-        if let Some(resource) = r.resource_id.filter(|&s| !texts.get(s).is_empty()) {
-            let seen = self.first_seen.entry((r.platform, resource)).or_insert(r.charge_start);
+        if let Some(key) = LeftOut::sighting(r, texts) {
+            let seen = self.first_seen.entry(key).or_insert(r.charge_start);
             *seen = (*seen).min(r.charge_start);
         }
         self.rows += 1;
+    }
+
+    /// The key a row's first sighting is kept under (platform and resource): none for a row
+    /// of no resource, or of an empty one.
+    pub(crate) fn sighting(r: &Row, texts: &Texts) -> Option<(Sym, Sym)> {
+        let resource = r.resource_id.filter(|&s| !texts.get(s).is_empty())?;
+        Some((r.platform, resource))
     }
 
     /// Takes in what `other` tells, as if its rows were added.

@@ -8,7 +8,6 @@ use std::path::Path;
 
 use polars::prelude::{ParallelStrategy, ParquetReader, SerReader};
 
-use super::keyed::Keyed;
 use super::{LoadFilter, Manifest, PartFile, Store, columns, io, log, look_back, rows};
 use crate::charge::{Charge, ChargeId, YearMonth};
 use crate::error::{Error, ErrorKind, Result};
@@ -111,22 +110,27 @@ impl Store {
         let ids = reading.ids.is_none_or(|months| !months.is_empty());
         let mut window = crate::window::Window::with_capacity(plan.rows, reading.amounts, ids);
         let wanted: Vec<rows::Wanted> = plan.months.iter().map(|m| reading.of(m)).collect();
-        let columns = |i: usize| {
-            let names = rows::row_columns(wanted[i]).map(|c| c.name.to_owned());
-            Some(names.collect())
-        };
-        let decode = |i: usize, df: &polars::prelude::DataFrame, keyed: &Keyed| {
-            let read = rows::rows_from_frame(df, keyed, wanted[i])?;
-            match plan.shares[i] {
+        // The texts the rows map read as their dictionaries' keys where the file allows
+        // (`keyed`), the other columns (and any text it leaves) by polars.
+        let read = |i: usize, path: &Path| {
+            let (keys, rest): (Vec<String>, Vec<String>) = rows::row_columns(wanted[i])
+                .map(|c| c.name.to_owned())
+                .partition(|n| rows::MAPPED.contains(&n.as_str()));
+            let (keyed, left) = super::keyed::read(path, keys);
+            let df = read_parquet(path, Some(rest.into_iter().chain(left).collect()))?;
+            let decoded = rows::rows_from_frame(&df, &keyed, wanted[i]).and_then(|read| match plan
+                .shares[i]
+            {
                 Some(said) if read.0.len() as u64 != said => {
                     Err(format!("holds {} charges, the manifest says {said}", read.0.len()))
                 }
                 _ => Ok((i, read)),
-            }
+            });
+            decoded.map_err(|m| Error::ledger(path, m))
         };
         let mut failed = None;
         let mut slots = Slots::new(&plan.slots);
-        read_parts_by(&self.backend, &plan.reads, &columns, true, decode, |(i, read)| {
+        read_parts_by(&self.backend, &plan.reads, read, |(i, read)| {
             slots.take(i, read, &mut |rows, a, texts| {
                 if let Err(e) = window.append_keeping(rows, a, texts, keep)
                     && failed.is_none()
@@ -335,27 +339,25 @@ pub(super) fn read_parts_in_order<T: Send>(
     take: impl FnMut(T),
 ) -> Result<()> {
     let columns: Option<Vec<String>> = columns.map(|c| c.iter().map(|n| (*n).to_owned()).collect());
-    let columns = |_: usize| columns.clone();
-    read_parts_by(backend, parts, &columns, false, |_, df, _| decode(df), take)
+    let read = |_: usize, path: &Path| {
+        let df = read_parquet(path, columns.clone())?;
+        decode(&df).map_err(|m| Error::ledger(path, m))
+    };
+    read_parts_by(backend, parts, read, take)
 }
 
-/// [`read_parts_in_order`] reading of part `i` the columns `columns(i)` (all if `None`), each
-/// decoded by `decode(i, frame, keyed)`; with `as_keys`, those of them a window's rows map
-/// ([`rows::MAPPED`]) are read as dictionary keys into `keyed` where the file allows
-/// ([`super::keyed`]), the others into `frame`.
+/// [`read_parts_in_order`] with each part `i` read from its local file by `read(i, path)`.
 pub(super) fn read_parts_by<T: Send>(
     backend: &super::backend::Backend,
     parts: &[(&str, &str)],
-    columns: &(dyn Fn(usize) -> Option<Vec<String>> + Sync),
-    as_keys: bool,
-    decode: impl Fn(usize, &polars::prelude::DataFrame, &Keyed) -> std::result::Result<T, String> + Sync,
+    read: impl Fn(usize, &Path) -> Result<T> + Sync,
     mut take: impl FnMut(T),
 ) -> Result<()> {
     use std::sync::atomic::{AtomicUsize, Ordering};
     let readers = std::thread::available_parallelism().map_or(1, |n| n.get()).clamp(1, READERS);
     let next = AtomicUsize::new(0);
     let (tx, rx) = crossbeam_channel::bounded::<(usize, Result<T>)>(readers);
-    let decode = &decode;
+    let read = &read;
     std::thread::scope(|scope| {
         for _ in 0..readers.min(parts.len()) {
             let (tx, next) = (tx.clone(), &next);
@@ -365,20 +367,7 @@ pub(super) fn read_parts_by<T: Send>(
                     let Some((batch, name)) = parts.get(i) else { return };
                     let read = backend
                         .local(name)
-                        .and_then(|path| {
-                            let (keyed, columns) = match columns(i) {
-                                Some(names) if as_keys => {
-                                    let (keys, rest): (Vec<_>, Vec<_>) = names
-                                        .into_iter()
-                                        .partition(|n| rows::MAPPED.contains(&n.as_str()));
-                                    let (keyed, left) = super::keyed::read(&path, keys);
-                                    (keyed, Some(rest.into_iter().chain(left).collect()))
-                                }
-                                columns => (Keyed::default(), columns),
-                            };
-                            let df = read_parquet(&path, columns)?;
-                            decode(i, &df, &keyed).map_err(|m| Error::ledger(&path, m))
-                        })
+                        .and_then(|path| read(i, &path))
                         .map_err(|e| unreadable(e, batch));
                     if tx.send((i, read)).is_err() {
                         return;

@@ -181,8 +181,7 @@ pub struct Context<'a> {
 type Rates = HashMap<(Sym, Option<Sym>, Category, Sym), Rate>;
 
 /// What the rows tell ([`LeftOut`]), and whether each row is at its place in the window (its
-/// `pos`): in the same read of every row.
-/// [`LeftOut::add`] of every row (each platform's span kept apart, and each resource's first
+/// `pos`): in the same read of every row. [`LeftOut::add`] of every row (each platform's span kept apart, and each resource's first
 /// sighting found through the resources met last, [`SlotMap`]: a window's rows take turns
 /// among an instance's few resources hour after hour).
 fn seen(charges: &[Row], texts: &Texts) -> (LeftOut, bool) {
@@ -199,9 +198,8 @@ fn seen(charges: &[Row], texts: &Texts) -> (LeftOut, bool) {
         };
         let span = &mut spans[at].1;
         *span = (span.0.min(c.charge_start), span.1.max(c.charge_end));
-        if let Some(resource) = c.resource_id.filter(|&s| !texts.get(s).is_empty()) {
-            let mix = c.platform.word() << 32 ^ resource.word();
-            let seen = first_seen.entry(mix, (c.platform, resource), || c.charge_start);
+        if let Some(key) = LeftOut::sighting(c, texts) {
+            let seen = first_seen.entry(key, || c.charge_start);
             *seen = (*seen).min(c.charge_start);
         }
         at_places &= c.pos as usize == i;
@@ -223,10 +221,7 @@ fn rates(charges: &[Row], texts: &Texts, month: YearMonth) -> crate::Result<Rate
             // An empty resource id is no resource.
             let resource = c.resource_id.filter(|&r| !texts.get(r).is_empty());
             let key = (c.platform, resource, c.category, c.currency);
-            let mix = (c.platform.word() << 32 ^ resource.map_or(0, Sym::word))
-                ^ (c.currency.word() << 20)
-                ^ (c.category as u64) << 56;
-            let rate = rates.entry(mix, key, || (Default::default(), 0, c.charge_end, 0));
+            let rate = rates.entry(key, || (Default::default(), 0, c.charge_end, 0));
             rate.0.add(c.billed_cost(), "a resource's spend")?;
             rate.1 += (c.charge_end - c.charge_start).num_seconds();
             rate.2 = rate.2.max(c.charge_end);

@@ -84,10 +84,7 @@ impl<'a> Drafts<'a> {
         let key = (c.platform, c.instance_id, c.resource_id, c.category, c.currency);
         // Room for as many lines as the resource has charges in the month: most findings
         // rest on all of them, and a list grown by doubling was two fifths unused.
-        let mix = c.platform.word() << 32
-            ^ c.resource_id.map_or(0, Sym::word)
-            ^ c.instance_id.map_or(0, Sym::word) << 16;
-        let group = self.groups.entry(mix, key, || {
+        let group = self.groups.entry(key, || {
             let room = ctx.rate_of(c).map_or(0, |r| r.3);
             Group { first: c, span, lines: ctx.lines_with_room(room) }
         });
@@ -198,8 +195,7 @@ fn while_off(
             continue;
         }
         let Some(instance) = c.instance_id else { continue };
-        let mix = c.platform.word() << 32 ^ instance.word();
-        let found = off.entry(mix, (c.platform, instance), || off_of(c.platform, instance));
+        let found = off.entry((c.platform, instance), || off_of(c.platform, instance));
         let Some(spans) = found.as_ref() else { continue };
         let wasted = prorated(c, spans).map_err(|e| ctx.of_charge(rule, c, e))?;
         drafts.add(ctx, c, wasted, clip(c, spans));
@@ -275,9 +271,8 @@ impl Rule for UnattachedStorage {
             }
             let released = match c.instance_id {
                 None => true,
-                Some(i) => !*ran.entry(c.platform.word() << 32 ^ i.word(), (c.platform, i), || {
-                    ctx.ran_recently(ctx.text(c.platform), ctx.text(i))
-                }),
+                Some(i) => !*ran
+                    .entry((c.platform, i), || ctx.ran_recently(ctx.text(c.platform), ctx.text(i))),
             };
             if released {
                 drafts.add(ctx, c, c.billed_cost(), (c.charge_start, c.charge_end));
@@ -456,8 +451,7 @@ impl Rule for OnDemandOverSubscription {
                 && c.pricing == Pricing::OnDemand
                 && c.billed_positive();
             if let (true, Some(i)) = (on_demand, c.instance_id) {
-                let mix = c.platform.word() << 32 ^ i.word() ^ c.currency.word() << 16;
-                by_instance.entry(mix, (c.platform, i, c.currency), Vec::new).push(c);
+                by_instance.entry((c.platform, i, c.currency), Vec::new).push(c);
             }
         }
         let mut findings = Vec::new();
@@ -547,8 +541,7 @@ impl Rule for TrafficHeavy {
         let mut cost: SlotMap<(Sym, Sym, Sym), (money::Sum, Vec<&Row>)> = SlotMap::default();
         for c in ctx.in_month() {
             let Some(i) = c.instance_id else { continue };
-            let mix = c.platform.word() << 32 ^ i.word() ^ c.currency.word() << 16;
-            let entry = cost.entry(mix, (c.platform, i, c.currency), Default::default);
+            let entry = cost.entry((c.platform, i, c.currency), Default::default);
             entry
                 .0
                 .add(c.billed_cost(), "an instance's cost")
