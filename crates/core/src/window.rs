@@ -8,9 +8,14 @@
 //! [`Sym`] of its [`Window`]'s [`Texts`], where each text is kept once; it leaves out what
 //! no rule or report reads (the resource's name, the region).
 //!
-//! A row is 88 bytes (a test holds it there), the compact form DESIGN.md asks for:
+//! A row is 64 bytes (a test holds it there), the compact form DESIGN.md asks for:
 //!
 //! - texts as syms, category, kind and pricing as one-byte codes;
+//! - what few uses read beside the window, by the row's place, and only when read: where it
+//!   was read ([`Window::origin`]: the evidence of a finding, a check's discrepancy) and what
+//!   it measured ([`Window::usage`]: the cost report). Every pass of a rule over the rows
+//!   reads every byte of them: a row of 88 bytes with these took an audit of ten million
+//!   charges 0.25 s longer, and 150 MB more;
 //! - its instants as [`Micros`], microseconds since the epoch as the ledger keeps them,
 //!   compared and subtracted as integers;
 //! - its billed cost as the decimal's 96-bit mantissa and a byte of sign and scale
@@ -34,6 +39,14 @@ use crate::charge::{Category, Charge, ChargeId, Kind, Pricing, YearMonth};
 #[path = "window_micros.rs"]
 mod micros;
 pub use micros::Micros;
+
+#[path = "window_amounts.rs"]
+mod amounts;
+pub use amounts::Amounts;
+pub(crate) use amounts::packed;
+#[cfg(feature = "store")]
+pub(crate) use amounts::{Packed, pack};
+use amounts::{SPILLED, Stored, decimal_of};
 
 #[path = "window_link.rs"]
 mod link;
@@ -105,106 +118,27 @@ impl Texts {
     }
 }
 
-/// Where a row was read.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct RowOrigin {
-    /// The source file, as the charge records it.
-    pub file: Sym,
-    /// Its line.
-    pub line: u64,
-    /// The bill's words for the item.
-    pub item: Sym,
-}
-
-/// The four amounts a row may lack ([`Amounts::quantity`], [`Amounts::unit_price`],
-/// [`Amounts::list_cost`], [`Amounts::balance_after`]), exactly, in 52 bytes where four
-/// `Option<Decimal>` take 80: each amount's 96-bit mantissa, and in one word each one's
-/// presence, sign and scale (7 bits each).
+/// Where a row was read ([`Window::origin`]): kept by the window beside the row, since only
+/// the evidence of a finding, a check's discrepancy and a few rules read it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub struct Amounts {
-    mantissas: [[u32; 3]; 4],
-    meta: u32,
+pub struct RowOrigin {
+    /// The source file, as the charge records it: none when empty or not read.
+    pub file: Option<Sym>,
+    /// Its line: 0 when not read.
+    pub line: u64,
+    /// The bill's words for the item: none when empty.
+    pub item: Option<Sym>,
 }
 
-impl Amounts {
-    /// Quantity, unit price, list cost and balance after, in that order.
-    pub fn new(values: [Option<Decimal>; 4]) -> Self {
-        Amounts::of_packed(values.map(|d| d.map(packed)))
-    }
-
-    /// The four amounts as [`packed`] gives each (mantissa, then sign and scale): what a
-    /// store reads from its columns without making their decimals.
-    pub(crate) fn of_packed(values: [Option<Packed>; 4]) -> Self {
-        let mut out = Amounts::default();
-        for (i, value) in values.iter().enumerate() {
-            let Some((mantissa, flags)) = value else { continue };
-            out.mantissas[i] = *mantissa;
-            let meta = 1 | (u32::from(flags >> 7) << 1) | (u32::from(flags & 0x1f) << 2);
-            out.meta |= meta << (7 * i);
-        }
-        out
-    }
-
-    /// Quantity billed.
-    pub fn quantity(&self) -> Option<Decimal> {
-        self.get(0)
-    }
-
-    /// Unit price.
-    pub fn unit_price(&self) -> Option<Decimal> {
-        self.get(1)
-    }
-
-    /// List cost.
-    pub fn list_cost(&self) -> Option<Decimal> {
-        self.get(2)
-    }
-
-    /// Balance after the row (prepaid platforms).
-    pub fn balance_after(&self) -> Option<Decimal> {
-        self.get(3)
-    }
-
-    fn get(&self, i: usize) -> Option<Decimal> {
-        let meta = (self.meta >> (7 * i)) & 0x7f;
-        if meta & 1 == 0 {
-            return None;
-        }
-        Some(decimal_of(self.mantissas[i], meta & 2 != 0, meta >> 2))
-    }
+/// What a row measured ([`Window::usage`]): kept by the window beside the row, read only by
+/// the cost report.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Usage {
+    /// Unit of the quantity.
+    pub unit: Option<Sym>,
+    /// Number of GPUs.
+    pub gpu_count: Option<u16>,
 }
-
-/// `d` as a window keeps a figure: its 96-bit mantissa as three words (low first), its sign
-/// and its scale, exactly as `Decimal::serialize` gives them.
-fn parts_of(d: Decimal) -> ([u32; 3], bool, u32) {
-    let b = d.serialize();
-    let word = |k: usize| u32::from_le_bytes([b[k], b[k + 1], b[k + 2], b[k + 3]]);
-    ([word(4), word(8), word(12)], d.is_sign_negative(), d.scale())
-}
-
-/// The decimal of [`parts_of`], digits, scale and sign (a zero keeps its sign, as
-/// `Decimal::from_parts` would not).
-fn decimal_of(mantissa: [u32; 3], negative: bool, scale: u32) -> Decimal {
-    let flags = (scale << 16) | (u32::from(negative) << 31);
-    let mut bytes = [0u8; 16];
-    for (k, word) in [flags, mantissa[0], mantissa[1], mantissa[2]].iter().enumerate() {
-        bytes[4 * k..4 * k + 4].copy_from_slice(&word.to_le_bytes());
-    }
-    Decimal::deserialize(bytes)
-}
-
-/// How a window keeps a row's [`Amounts`]: each mantissa's low 64 bits and the meta word,
-/// 36 bytes where [`Amounts`] take 52. A row with a mantissa of more than 64 bits (a figure
-/// of twenty digits or more) has its amounts in the window's spill list instead, its place
-/// in the first word.
-#[derive(Debug, Clone, Copy, Default)]
-struct Stored {
-    low: [[u32; 2]; 4],
-    meta: u32,
-}
-
-/// The bit of [`Stored::meta`] (unused by [`Amounts::meta`]'s 28) marking a spilled row.
-const SPILLED: u32 = 1 << 31;
 
 /// A charge as the rules read it: the fields of [`Charge`] they use, its texts as [`Sym`]s
 /// of its window's [`Texts`]. Its id is kept beside it, by the window ([`Window::id`]): only
@@ -234,12 +168,8 @@ pub struct Row {
     pub pricing: Pricing,
     /// GPU model.
     pub gpu_model: Option<Sym>,
-    /// Number of GPUs.
-    pub gpu_count: Option<u16>,
-    /// Unit of the quantity.
-    pub unit: Option<Sym>,
-    /// The row's place in its window, where its [`Amounts`] and id are ([`Window::amounts`],
-    /// [`Window::id`]).
+    /// The row's place in its window, where its [`Amounts`], id, origin and usage are
+    /// ([`Window::amounts`], [`Window::id`], [`Window::origin`], [`Window::usage`]).
     pub(crate) pos: u32,
     /// Billed cost's 96-bit mantissa, low word first (see [`Row::billed_cost`]).
     pub(crate) cost: [u32; 3],
@@ -247,8 +177,6 @@ pub struct Row {
     pub(crate) cost_flags: u8,
     /// Currency.
     pub currency: Sym,
-    /// Where it was read.
-    pub origin: RowOrigin,
 }
 
 impl Row {
@@ -281,27 +209,9 @@ impl Row {
         self.resource_id = self.resource_id.map(&mut adopt);
         self.instance_id = self.instance_id.map(&mut adopt);
         self.gpu_model = self.gpu_model.map(&mut adopt);
-        self.unit = self.unit.map(&mut adopt);
         self.currency = adopt(self.currency);
-        self.origin.file = adopt(self.origin.file);
-        self.origin.item = adopt(self.origin.item);
         self
     }
-}
-
-/// A figure as a [`Row`] keeps it ([`packed`]): its mantissa's three words, low first, and
-/// its sign (the high bit) and scale (the low five) in a byte.
-pub(crate) type Packed = ([u32; 3], u8);
-
-/// `d` as a [`Row`] keeps it: its mantissa's three words, and its sign and scale in a byte.
-pub(crate) fn packed(d: Decimal) -> Packed {
-    let (mantissa, negative, scale) = parts_of(d);
-    pack(mantissa, negative, scale)
-}
-
-/// A figure's mantissa (three words, low first), sign and scale as a [`Row`] keeps them.
-pub(crate) fn pack(mantissa: [u32; 3], negative: bool, scale: u32) -> Packed {
-    (mantissa, (u8::from(negative) << 7) | (scale as u8 & 0x1f))
 }
 
 /// `id` as a window keeps it, two words (a `u128` would align its vector to 16 bytes).
@@ -357,13 +267,17 @@ impl LeftOut {
 }
 
 /// What a window keeps beside the rows appended to it ([`Window::append_keeping`]): their
-/// amounts and ids, one per row, or none for rows read without them.
+/// amounts, ids, origins and usage, one per row, or none for rows read without them.
 #[derive(Debug, Default)]
 pub struct Side {
     /// The rows' amounts.
     pub amounts: Vec<Amounts>,
     /// The rows' ids.
     pub ids: Vec<ChargeId>,
+    /// Where the rows were read.
+    pub origins: Vec<RowOrigin>,
+    /// What the rows measured.
+    pub usage: Vec<Usage>,
 }
 
 /// A window of charges: its rows, their texts, and unless the window was read without
@@ -382,6 +296,13 @@ pub struct Window {
     /// The rows' ids, as two words each, by [`Row::pos`] ([`Window::id`]); shorter than the
     /// rows, or empty, when some or all were read without them.
     ids: Vec<[u64; 2]>,
+    /// The rows' items, by [`Row::pos`] ([`Window::origin`]); shorter, or empty, as the ids.
+    items: Vec<Option<Sym>>,
+    /// The rows' files (a sym's number, 0 for none) and lines, by [`Row::pos`]: of the rows
+    /// read with them only.
+    lines: Vec<[u64; 2]>,
+    /// The rows' usage, by [`Row::pos`]: of the rows read with it only.
+    usage: Vec<Usage>,
     /// What the rows left out of the window tell (nothing, unless it was read keeping only
     /// some: [`Window::append_keeping`]).
     pub left_out: LeftOut,
@@ -405,6 +326,9 @@ impl Window {
             amounts: Vec::with_capacity(if amounts { rows } else { 0 }),
             spilled: Vec::new(),
             ids: if ids { vec![[0, 0]; rows] } else { Vec::new() },
+            items: Vec::new(),
+            lines: Vec::new(),
+            usage: Vec::new(),
             left_out: LeftOut::default(),
             distinct_ids: false,
         }
@@ -420,7 +344,8 @@ impl Window {
         ids: Vec<ChargeId>,
         texts: &Texts,
     ) -> Result<(), String> {
-        self.append_keeping(rows, Side { amounts, ids }, texts, &|_, _| true)
+        let side = Side { amounts, ids, ..Side::default() };
+        self.append_keeping(rows, side, texts, &|_, _| true)
     }
 
     /// [`Window::append`] of the rows that pass `keep` (given each row and its amounts, if
@@ -438,23 +363,76 @@ impl Window {
         let mut memo = Vec::new();
         let mut amounts = side.amounts.into_iter();
         let mut ids = side.ids.into_iter();
+        let mut origins = side.origins.into_iter();
+        let mut usage = side.usage.into_iter();
         for r in rows {
             let mut r = r.adopted(&mut self.texts, texts, &mut memo);
             let (a, id) = (amounts.next(), ids.next());
+            let (origin, used) = (origins.next(), usage.next());
             if !keep(&r, a.as_ref()) {
                 self.left_out.add(&r, &self.texts);
                 continue;
             }
             r.pos = self.rows.len() as u32;
+            let pos = r.pos as usize;
             if let Some(id) = id {
-                self.keep_id(r.pos as usize, id);
+                self.keep_id(pos, id);
             }
             self.rows.push(r);
             if let Some(a) = a {
                 self.keep(a);
             }
+            let mine = &mut self.texts;
+            let mut adopt = |s: Option<Sym>| s.map(|s| mine.adopt(texts, s, &mut memo));
+            let origin =
+                origin.map(|o| RowOrigin { file: adopt(o.file), item: adopt(o.item), ..o });
+            let used = used.map(|u| Usage { unit: adopt(u.unit), ..u });
+            if let Some(origin) = origin {
+                self.keep_origin(pos, origin);
+            }
+            if let Some(used) = used {
+                self.keep_usage(pos, used);
+            }
         }
         Ok(())
+    }
+
+    /// Keeps `origin` as the origin of the row at `pos`.
+    fn keep_origin(&mut self, pos: usize, origin: RowOrigin) {
+        let room = self.rows.capacity();
+        if origin.item.is_some() {
+            put(&mut self.items, pos, origin.item, room);
+        }
+        if origin.file.is_some() || origin.line != 0 {
+            let file = origin.file.map_or(0, |f| u64::from(f.0.get()));
+            put(&mut self.lines, pos, [file, origin.line], room);
+        }
+    }
+
+    /// Keeps `usage` as the usage of the row at `pos`.
+    fn keep_usage(&mut self, pos: usize, usage: Usage) {
+        if usage != Usage::default() {
+            let room = self.rows.capacity();
+            put(&mut self.usage, pos, usage, room);
+        }
+    }
+
+    /// Where `row`, a row of this window, was read: as much of it as was read.
+    pub fn origin(&self, row: &Row) -> RowOrigin {
+        let pos = row.pos as usize;
+        let [file, line] = self.lines.get(pos).copied().unwrap_or_default();
+        let file = u32::try_from(file).ok().and_then(NonZeroU32::new).map(Sym);
+        RowOrigin { file, line, item: self.items.get(pos).copied().flatten() }
+    }
+
+    /// The bill's words for the item of `row`, a row of this window ("" for none).
+    pub fn item(&self, row: &Row) -> &str {
+        self.texts.opt(self.origin(row).item).unwrap_or("")
+    }
+
+    /// What `row`, a row of this window, measured: none of it when read without it.
+    pub fn usage(&self, row: &Row) -> Usage {
+        self.usage.get(row.pos as usize).copied().unwrap_or_default()
     }
 
     /// Keeps `id` as the id of the row at `pos`.
@@ -513,10 +491,13 @@ impl Window {
             if !self.amounts.is_empty() {
                 out.keep(self.amounts(r));
             }
+            let pos = out.rows.len();
             if self.ids.get(r.pos as usize).is_some_and(|&id| id != [0, 0]) {
-                out.keep_id(out.rows.len(), self.id(r));
+                out.keep_id(pos, self.id(r));
             }
-            out.rows.push(Row { pos: out.rows.len() as u32, ..r.clone() });
+            out.rows.push(Row { pos: pos as u32, ..r.clone() });
+            out.keep_origin(pos, self.origin(r));
+            out.keep_usage(pos, self.usage(r));
         }
         out
     }
@@ -533,8 +514,35 @@ pub fn rows_of(charges: &[Charge]) -> Window {
     for (i, c) in charges.iter().enumerate() {
         window.keep(amounts_of(c));
         window.keep_id(i, c.id);
+        let origin = origin_of(c, &mut window.texts);
+        window.keep_origin(i, origin);
+        let usage = usage_of(c, &mut window.texts);
+        window.keep_usage(i, usage);
     }
     window
+}
+
+/// Where one charge was read, its texts among `texts` (an empty file or item as none).
+pub fn origin_of(c: &Charge, texts: &mut Texts) -> RowOrigin {
+    let mut sym = |t: &str| (!t.is_empty()).then(|| texts.sym(t));
+    RowOrigin { file: sym(&c.origin.file), line: c.origin.line, item: sym(&c.origin.item) }
+}
+
+/// What one charge measured, its unit among `texts`.
+pub fn usage_of(c: &Charge, texts: &mut Texts) -> Usage {
+    Usage { unit: texts.sym_opt(c.unit.as_deref()), gpu_count: c.gpu_count }
+}
+
+/// Sets `v[pos]` to `value`, the places before it that were never set to their default;
+/// made room for `room` values at once the first time.
+fn put<T: Copy + Default>(v: &mut Vec<T>, pos: usize, value: T, room: usize) {
+    if v.len() <= pos {
+        if v.capacity() == 0 {
+            v.reserve_exact(room.max(pos + 1));
+        }
+        v.resize(pos + 1, T::default());
+    }
+    v[pos] = value;
 }
 
 /// The amounts of one charge.
@@ -542,8 +550,9 @@ pub fn amounts_of(c: &Charge) -> Amounts {
     Amounts::new([c.quantity, c.unit_price, c.list_cost, c.balance_after])
 }
 
-/// The row of one charge, its texts among `texts` (its amounts are [`amounts_of`]; its place
-/// in a window is set when the window takes it).
+/// The row of one charge, its texts among `texts` (its amounts are [`amounts_of`], its origin
+/// [`origin_of`], its usage [`usage_of`]; its place in a window is set when the window takes
+/// it).
 pub fn row_of(c: &Charge, texts: &mut Texts) -> Row {
     let (cost, cost_flags) = packed(c.billed_cost);
     Row {
@@ -558,17 +567,10 @@ pub fn row_of(c: &Charge, texts: &mut Texts) -> Row {
         kind: c.kind,
         pricing: c.pricing,
         gpu_model: texts.sym_opt(c.gpu_model.as_deref()),
-        gpu_count: c.gpu_count,
-        unit: texts.sym_opt(c.unit.as_deref()),
         pos: 0,
         cost,
         cost_flags,
         currency: texts.sym(&c.currency),
-        origin: RowOrigin {
-            file: texts.sym(&c.origin.file),
-            line: c.origin.line,
-            item: texts.sym(&c.origin.item),
-        },
     }
 }
 

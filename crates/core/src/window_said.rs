@@ -12,8 +12,9 @@ impl Window {
             crate::ErrorKind::Overflow { what } => what,
             other => return other.into(),
         };
-        let file = self.texts.get(c.origin.file);
-        let at = match c.origin.line {
+        let origin = self.origin(c);
+        let file = self.texts.opt(origin.file).unwrap_or("");
+        let at = match origin.line {
             line if line > 0 && !file.is_empty() => format!("{file}:{line}"),
             _ => format!("charge {}", self.id(c)),
         };

@@ -247,7 +247,7 @@ fn instance_lines(
                     }
                 }
             }
-            acc.gpu_count = acc.gpu_count.or(r.gpu_count);
+            acc.gpu_count = acc.gpu_count.or(window.usage(r).gpu_count);
             acc.gpu_model = acc.gpu_model.or(r.gpu_model);
         } else if r.instance_id.is_some() {
             acc.attached.push(r);
@@ -333,7 +333,7 @@ fn usage_of(
         let span_seconds = (r.charge_end - r.charge_start).num_seconds();
         let measured = usage::measure(
             r.category,
-            texts.opt(r.unit),
+            texts.opt(window.usage(r).unit),
             window.amounts(r).quantity(),
             span_seconds,
             note,

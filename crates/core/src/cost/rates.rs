@@ -127,7 +127,7 @@ impl Rates {
             return Ok(());
         };
         let secs = (r.charge_end - r.charge_start).num_seconds();
-        let item = texts.get(r.origin.item).to_lowercase();
+        let item = window.item(r).to_lowercase();
         let named = [
             ("包年", 365),
             ("yearly", 365),

@@ -54,6 +54,7 @@ fn shown(w: &Window, r: &Row) -> String {
     let t = |s| w.texts.get(s).to_owned();
     let o = |s| w.texts.opt(s).map(str::to_owned);
     let a: Amounts = w.amounts(r);
+    let (origin, usage) = (w.origin(r), w.usage(r));
     format!(
         "{} {:?} {} {:?} {:?} {:?} {:?} {:?} {:?} {:?} {:?} {:?} {:?} {} {} {} {} {} {} {:?} {:?}",
         t(r.platform),
@@ -65,15 +66,15 @@ fn shown(w: &Window, r: &Row) -> String {
         o(r.instance_id),
         (r.category, r.kind, r.pricing),
         o(r.gpu_model),
-        r.gpu_count,
-        o(r.unit),
+        usage.gpu_count,
+        o(usage.unit),
         [a.quantity(), a.unit_price(), a.list_cost(), a.balance_after()],
         r.pos,
         r.billed_cost(),
         t(r.currency),
-        t(r.origin.file),
-        r.origin.line,
-        t(r.origin.item),
+        o(origin.file).unwrap_or_default(),
+        origin.line,
+        o(origin.item).unwrap_or_default(),
         w.id(r),
         r.billed_positive(),
         (),

@@ -304,9 +304,12 @@ impl<'p> Slots<'p> {
                 }
                 Some(n) => {
                     let (from, to) = (*done, (*done + n as usize).min(rows.0.len()));
-                    let (amounts, ids) =
-                        (share(&rows.1.amounts, from, to), share(&rows.1.ids, from, to));
-                    let side = crate::window::Side { amounts, ids };
+                    let side = crate::window::Side {
+                        amounts: share(&rows.1.amounts, from, to),
+                        ids: share(&rows.1.ids, from, to),
+                        origins: share(&rows.1.origins, from, to),
+                        usage: share(&rows.1.usage, from, to),
+                    };
                     append(rows.0[from..to].to_vec(), side, &rows.2);
                     *done = to;
                     if to == rows.0.len() {

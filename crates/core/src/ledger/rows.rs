@@ -12,7 +12,7 @@ use super::mantissa::{check_figure, figure_bound, packed_from_mantissa};
 use super::schema::{self, SCHEMA, Type};
 use crate::charge::ChargeId;
 use crate::slots::Slots;
-use crate::window::{Amounts, Packed, Row, RowOrigin, Side, Texts};
+use crate::window::{Amounts, Packed, Row, RowOrigin, Side, Texts, Usage};
 
 /// Text column `name` of `df`, each value mapped by `f`, which sees each distinct value of a
 /// chunk about once: values are told apart by their Arrow views (a text of up to 12 bytes is
@@ -195,9 +195,13 @@ pub(crate) fn rows_from_frame(
     let unit = if wanted.usage { Some(sym("unit")?) } else { None };
     let file = if wanted.lines { Some(sym("source_file")?) } else { None };
     let item = sym("source_item")?;
+    // An empty file or item is none, as a window keeps it (`crate::window::origin_of`).
     let empty = texts.sym("");
+    let given = |s: Option<crate::window::Sym>| s.filter(|&s| s != empty);
     // Pushed into room for them all: a `Result`'s collect does not know how many come.
     let mut rows = Vec::with_capacity(df.height());
+    let mut origins = Vec::with_capacity(df.height());
+    let mut usage = Vec::with_capacity(if wanted.usage { df.height() } else { 0 });
     for i in 0..df.height() {
         let (cost, cost_flags) = required(billed_cost[i], "billed_cost")?;
         rows.push(Row {
@@ -212,26 +216,28 @@ pub(crate) fn rows_from_frame(
             kind: required(kind[i], "kind")?,
             pricing: required(pricing[i], "pricing")?,
             gpu_model: gpu_model[i],
-            gpu_count: gpu_count.and_then(|g| g[i]).and_then(|n| u16::try_from(n).ok()),
-            unit: unit.as_ref().and_then(|u| u[i]),
             pos: u32::try_from(i).unwrap_or(u32::MAX),
             cost,
             cost_flags,
             currency: required(currency[i], "currency")?,
-            origin: RowOrigin {
-                file: match &file {
-                    Some(file) => required(file[i], "source_file")?,
-                    None => empty,
-                },
-                line: match line {
-                    Some(line) => required(line[i], "source_line")? as u64,
-                    None => 0,
-                },
-                item: item[i].unwrap_or(empty),
-            },
         });
+        origins.push(RowOrigin {
+            file: match &file {
+                Some(file) => given(Some(required(file[i], "source_file")?)),
+                None => None,
+            },
+            line: match line {
+                Some(line) => required(line[i], "source_line")? as u64,
+                None => 0,
+            },
+            item: given(item[i]),
+        });
+        if let Some(unit) = &unit {
+            let gpu_count = gpu_count.and_then(|g| g[i]).and_then(|n| u16::try_from(n).ok());
+            usage.push(Usage { unit: unit[i], gpu_count });
+        }
     }
-    Ok((rows, Side { amounts, ids }, texts))
+    Ok((rows, Side { amounts, ids, origins, usage }, texts))
 }
 
 /// Decimal column `name` as a [`Row`] keeps its billed cost and [`Amounts`] their figures

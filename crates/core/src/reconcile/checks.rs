@@ -16,7 +16,8 @@ use crate::window::{Micros, Row, Sym, in_text_order};
 use rustc_hash::FxHashMap as HashMap;
 
 fn line(ctx: &Context<'_>, c: &Row) -> Line {
-    Line { file: ctx.text(c.origin.file).to_owned(), line: c.origin.line }
+    let origin = ctx.window.origin(c);
+    Line { file: ctx.opt(origin.file).unwrap_or("").to_owned(), line: origin.line }
 }
 
 fn base(ctx: &Context<'_>, check: &dyn Check, c: &Row, period: String) -> Discrepancy {
@@ -105,7 +106,7 @@ impl Check for Arithmetic {
                 quantity.normalize(),
                 money_text(expected),
                 money_text(actual),
-                ctx.text(c.origin.item)
+                ctx.window.item(c)
             );
             out.push(d);
         }
@@ -124,21 +125,23 @@ impl Check for DoubleCharge {
         "double-charge"
     }
     fn run(&self, ctx: &Context<'_>) -> Result<Vec<Discrepancy>> {
-        type Key = (Sym, Option<Sym>, Sym, Category, Sym, Sym);
+        type Key = (Sym, Option<Sym>, Sym, Category, Option<Sym>, Sym);
         let mut groups: HashMap<Key, Vec<&Row>> = HashMap::default();
         for c in ctx.in_month() {
             let charged = matches!(c.kind, Kind::Usage) && c.billed_positive();
             if let (true, Some(r)) = (charged && c.charge_end > c.charge_start, c.resource_id) {
-                let key = (c.platform, c.account, r, c.category, c.origin.item, c.currency);
+                let item = ctx.window.origin(c).item;
+                let key = (c.platform, c.account, r, c.category, item, c.currency);
                 groups.entry(key).or_default().push(c);
             }
         }
         let texts = |k: &Key| {
-            (ctx.text(k.0), ctx.opt(k.1), ctx.text(k.2), k.3, ctx.text(k.4), ctx.text(k.5))
+            let item = ctx.opt(k.4).unwrap_or("");
+            (ctx.text(k.0), ctx.opt(k.1), ctx.text(k.2), k.3, item, ctx.text(k.5))
         };
         let mut out = Vec::new();
         for (_, mut rows) in in_text_order(groups, texts) {
-            rows.sort_by_key(|c| (c.charge_start, c.charge_end, c.origin.line));
+            rows.sort_by_key(|c| (c.charge_start, c.charge_end, ctx.window.origin(c).line));
             let mut latest: Option<&Row> = None;
             for c in rows {
                 if let Some(prev) = latest.filter(|p| c.charge_start < p.charge_end) {
@@ -154,7 +157,7 @@ impl Check for DoubleCharge {
                         "{} is charged twice for {} of the same time ({})",
                         ctx.opt(c.resource_id).unwrap_or_default(),
                         duration_text(hours(end - start)),
-                        ctx.text(c.origin.item)
+                        ctx.window.item(c)
                     );
                     out.push(d);
                 }
@@ -241,14 +244,16 @@ impl Check for BalanceChain {
         "balance-chain"
     }
     fn run(&self, ctx: &Context<'_>) -> Result<Vec<Discrepancy>> {
-        let mut files: HashMap<(Sym, Option<Sym>, Sym), Vec<&Row>> = HashMap::default();
+        type Key = (Sym, Option<Sym>, Option<Sym>);
+        let mut files: HashMap<Key, Vec<&Row>> = HashMap::default();
         for c in ctx.charges.iter().filter(|c| ctx.amounts(c).balance_after().is_some()) {
-            files.entry((c.platform, c.account, c.origin.file)).or_default().push(c);
+            let file = ctx.window.origin(c).file;
+            files.entry((c.platform, c.account, file)).or_default().push(c);
         }
-        let texts = |k: &(Sym, Option<Sym>, Sym)| (ctx.text(k.0), ctx.opt(k.1), ctx.text(k.2));
+        let texts = |k: &Key| (ctx.text(k.0), ctx.opt(k.1), ctx.opt(k.2).unwrap_or(""));
         let mut out = Vec::new();
         for (_, mut rows) in in_text_order(files, texts) {
-            rows.sort_by_key(|c| c.origin.line);
+            rows.sort_by_key(|c| ctx.window.origin(c).line);
             let (first, last) = (rows[0], rows[rows.len() - 1]);
             if first.charge_end > last.charge_end {
                 rows.reverse(); // a newest-first export

@@ -132,7 +132,7 @@ impl Lines {
     pub fn ids(&self) -> impl ExactSizeIterator<Item = ChargeId> + '_ {
         let (window, at_places) = (&*self.window, self.at_places);
         self.lines.iter().map(move |&(place, _)| match at_places {
-            // A row is 88 bytes the ids need nothing of: reading it was a twentieth of
+            // A row is 64 bytes the ids need nothing of: reading it was a twentieth of
             // writing a month's findings.
             true => window.id_at(place),
             false => window.id(&window.rows[place as usize]),
@@ -144,11 +144,12 @@ impl Lines {
         let window = &*self.window;
         self.lines.iter().map(move |&(place, wasted)| {
             let c = &window.rows[place as usize];
+            let origin = window.origin(c);
             Evidence {
                 id: window.id(c),
-                file: window.texts.get(c.origin.file),
-                line: c.origin.line,
-                item: window.texts.get(c.origin.item),
+                file: window.texts.opt(origin.file).unwrap_or(""),
+                line: origin.line,
+                item: window.texts.opt(origin.item).unwrap_or(""),
                 billed_cost: c.billed_cost(),
                 wasted,
             }

@@ -155,7 +155,7 @@ fn name_of(ctx: &Context<'_>, c: &Row) -> String {
     };
     match ctx.opt(c.resource_id) {
         Some(r) => format!("{what} {r}"),
-        None => format!("{what} ({})", ctx.text(c.origin.item)),
+        None => format!("{what} ({})", ctx.window().item(c)),
     }
 }
 
@@ -415,7 +415,7 @@ fn plan_days(ctx: &Context<'_>, c: &Row) -> Option<i64> {
     if secs >= 86_400 {
         return Some(secs / 86_400);
     }
-    let item = ctx.text(c.origin.item).to_ascii_lowercase();
+    let item = ctx.window().item(c).to_ascii_lowercase();
     [("包年", 365), ("yearly", 365), ("包月", 30), ("monthly", 30), ("包周", 7), ("weekly", 7)]
         .iter()
         .find(|(word, _)| item.contains(word))
