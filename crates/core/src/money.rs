@@ -152,6 +152,25 @@ impl Sum {
         Ok(())
     }
 
+    /// [`Sum::add`] of a figure given as its mantissa and scale (as a window's row keeps
+    /// its billed cost), made a `Decimal` by `decimal` only where [`Sum::add`] must see it
+    /// (a zero on either side, or a sum of more than 96 bits): the same sum or error.
+    #[inline]
+    pub(crate) fn add_mantissa(
+        &mut self,
+        (m, scale): (i128, u32),
+        decimal: impl FnOnce() -> Decimal,
+        what: &str,
+    ) -> Result<()> {
+        if self.mantissa != 0
+            && let Some(sum) = add_parts((self.mantissa, self.scale), (m, scale))
+        {
+            (self.mantissa, self.scale) = sum;
+            return Ok(());
+        }
+        self.add(decimal(), what)
+    }
+
     /// The sum.
     #[inline]
     pub fn value(&self) -> Decimal {
@@ -282,13 +301,22 @@ mod tests {
                 })
                 .collect();
             let (mut running, mut folded) = (Sum::new(), Decimal::ZERO);
+            // And a sum of rows' billed costs, added from the mantissas the rows keep.
+            let mut by_rows = Sum::new();
+            let mut row = crate::window::row_of(&crate::Charge::blank(), &mut Default::default());
             for &x in &run {
+                row.set_billed_cost(x);
+                let of_row = row.add_cost_to(&mut by_rows, "x");
                 match (add(folded, x, "x"), running.add(x, "x")) {
                     (Ok(f), Ok(())) => folded = f,
-                    (Err(_), Err(_)) => break,
+                    (Err(_), Err(_)) => {
+                        assert!(of_row.is_err(), "{run:?}");
+                        break;
+                    }
                     (want, got) => panic!("{run:?}: {want:?} against {got:?}"),
                 }
                 assert_eq!(running.value().serialize(), folded.serialize(), "{run:?}");
+                assert_eq!(by_rows.value().serialize(), folded.serialize(), "{run:?}");
                 folds += 1;
             }
             let fold = run.iter().try_fold(Decimal::ZERO, |acc, &x| add(acc, x, "x"));

@@ -48,10 +48,13 @@ pub(crate) use amounts::packed;
 pub(crate) use amounts::{Packed, pack};
 use amounts::{SPILLED, Stored, decimal_of};
 
+#[path = "window_left_out.rs"]
+mod left_out;
 #[path = "window_link.rs"]
 mod link;
 #[path = "window_said.rs"]
 mod said;
+pub use left_out::LeftOut;
 pub use link::link_rows;
 
 /// A text of a window: its index in the window's [`Texts`] (four bytes; `Option<Sym>` too).
@@ -185,6 +188,16 @@ impl Row {
         decimal_of(self.cost, self.cost_flags >> 7 != 0, u32::from(self.cost_flags & 0x1f))
     }
 
+    /// Adds the billed cost to `sum` ([`money::Sum::add`], the same sum or error naming
+    /// `what`), from its mantissa as the row keeps it.
+    #[inline]
+    pub(crate) fn add_cost_to(&self, sum: &mut crate::money::Sum, what: &str) -> crate::Result<()> {
+        let [low, mid, high] = self.cost.map(i128::from);
+        let m = low | mid << 32 | high << 64;
+        let m = if self.cost_flags >> 7 != 0 { -m } else { m };
+        sum.add_mantissa((m, u32::from(self.cost_flags & 0x1f)), || self.billed_cost(), what)
+    }
+
     /// Whether the billed cost is more than zero: `billed_cost() > 0`, read from how the row
     /// keeps it (the rules ask it of every row).
     pub fn billed_positive(&self) -> bool {
@@ -201,8 +214,8 @@ impl Row {
         self.kind != Kind::Payment
     }
 
-    /// The row with its texts as syms of `mine` instead of `theirs`.
-    fn adopted(mut self, mine: &mut Texts, theirs: &Texts, memo: &mut Vec<Option<Sym>>) -> Row {
+    /// Makes the row's texts syms of `mine` instead of `theirs`.
+    fn adopt(&mut self, mine: &mut Texts, theirs: &Texts, memo: &mut Vec<Option<Sym>>) {
         let mut adopt = |s: Sym| mine.adopt(theirs, s, memo);
         self.platform = adopt(self.platform);
         self.account = self.account.map(&mut adopt);
@@ -210,60 +223,16 @@ impl Row {
         self.instance_id = self.instance_id.map(&mut adopt);
         self.gpu_model = self.gpu_model.map(&mut adopt);
         self.currency = adopt(self.currency);
-        self
     }
 }
+
+/// The place of a row [`Window::append_keeping`] leaves out, before it is taken out (a
+/// window's places are below `u32::MAX`).
+const LEFT_OUT: u32 = u32::MAX;
 
 /// `id` as a window keeps it, two words (a `u128` would align its vector to 16 bytes).
 fn id_words(id: ChargeId) -> [u64; 2] {
     [(id.0 >> 64) as u64, id.0 as u64]
-}
-
-/// What the rows a window left out (see [`Window::append_keeping`]) tell: per platform, the
-/// time they cover; per platform and resource, when it was first charged.
-#[derive(Debug, Default, Clone)]
-pub struct LeftOut {
-    /// Per platform: the earliest start and the latest end of its rows left out.
-    pub spans: HashMap<Sym, (Micros, Micros)>,
-    /// Per platform and resource (never an empty id): the earliest start of its rows left out.
-    pub first_seen: HashMap<(Sym, Sym), Micros>,
-    /// How many rows were left out.
-    pub rows: u64,
-}
-
-impl LeftOut {
-    /// Takes in what `r` tells (its texts `texts`'): what the waste context reads of every
-    /// row it is given, as of those left out.
-    pub fn add(&mut self, r: &Row, texts: &Texts) {
-        let span = self.spans.entry(r.platform).or_insert((r.charge_start, r.charge_end));
-        span.0 = span.0.min(r.charge_start);
-        span.1 = span.1.max(r.charge_end);
-        if let Some(key) = LeftOut::sighting(r, texts) {
-            let seen = self.first_seen.entry(key).or_insert(r.charge_start);
-            *seen = (*seen).min(r.charge_start);
-        }
-        self.rows += 1;
-    }
-
-    /// The key a row's first sighting is kept under (platform and resource): none for a row
-    /// of no resource, or of an empty one.
-    pub(crate) fn sighting(r: &Row, texts: &Texts) -> Option<(Sym, Sym)> {
-        let resource = r.resource_id.filter(|&s| !texts.get(s).is_empty())?;
-        Some((r.platform, resource))
-    }
-
-    /// Takes in what `other` tells, as if its rows were added.
-    pub fn merge(&mut self, other: &LeftOut) {
-        for (&platform, &(start, end)) in &other.spans {
-            let span = self.spans.entry(platform).or_insert((start, end));
-            *span = (span.0.min(start), span.1.max(end));
-        }
-        for (&key, &start) in &other.first_seen {
-            let seen = self.first_seen.entry(key).or_insert(start);
-            *seen = (*seen).min(start);
-        }
-        self.rows += other.rows;
-    }
 }
 
 /// What a window keeps beside the rows appended to it ([`Window::append_keeping`]): their
@@ -360,25 +329,29 @@ impl Window {
         if u32::try_from(self.rows.len() + rows.len()).is_err() {
             return Err(format!("a window of more than {} charges", u32::MAX));
         }
-        let mut memo = Vec::new();
+        // The rows are made the window's where they are (texts, places), in the order rows
+        // were appended one at a time before (the texts' syms are numbered as they were),
+        // then copied in at once.
+        let mut memo = vec![None; texts.texts.len()];
         let mut amounts = side.amounts.into_iter();
         let mut ids = side.ids.into_iter();
         let mut origins = side.origins.into_iter();
         let mut usage = side.usage.into_iter();
-        for r in rows {
-            let mut r = r.adopted(&mut self.texts, texts, &mut memo);
+        let (mut rows, mut pos, mut all) = (rows, self.rows.len(), true);
+        for r in &mut rows {
+            r.adopt(&mut self.texts, texts, &mut memo);
             let (a, id) = (amounts.next(), ids.next());
             let (origin, used) = (origins.next(), usage.next());
-            if !keep(&r, a.as_ref()) {
-                self.left_out.add(&r, &self.texts);
+            if !keep(r, a.as_ref()) {
+                self.left_out.add(r, &self.texts);
+                (r.pos, all) = (LEFT_OUT, false);
                 continue;
             }
-            r.pos = self.rows.len() as u32;
-            let pos = r.pos as usize;
+            r.pos = pos as u32;
+            pos += 1;
             if let Some(id) = id {
-                self.keep_id(pos, id);
+                self.keep_id(pos - 1, id);
             }
-            self.rows.push(r);
             if let Some(a) = a {
                 self.keep(a);
             }
@@ -388,12 +361,16 @@ impl Window {
                 origin.map(|o| RowOrigin { file: adopt(o.file), item: adopt(o.item), ..o });
             let used = used.map(|u| Usage { unit: adopt(u.unit), ..u });
             if let Some(origin) = origin {
-                self.keep_origin(pos, origin);
+                self.keep_origin(pos - 1, origin);
             }
             if let Some(used) = used {
-                self.keep_usage(pos, used);
+                self.keep_usage(pos - 1, used);
             }
         }
+        if !all {
+            rows.retain(|r| r.pos != LEFT_OUT);
+        }
+        self.rows.extend_from_slice(&rows);
         Ok(())
     }
 
@@ -536,6 +513,10 @@ pub fn usage_of(c: &Charge, texts: &mut Texts) -> Usage {
 /// Sets `v[pos]` to `value`, the places before it that were never set to their default;
 /// made room for `room` values at once the first time.
 fn put<T: Copy + Default>(v: &mut Vec<T>, pos: usize, value: T, room: usize) {
+    if v.len() == pos && v.capacity() > pos {
+        v.push(value);
+        return;
+    }
     if v.len() <= pos {
         if v.capacity() == 0 {
             v.reserve_exact(room.max(pos + 1));

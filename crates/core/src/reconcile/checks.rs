@@ -439,9 +439,7 @@ impl Check for MixedCurrency {
                     currencies.len() - 1
                 }
             };
-            currencies[at]
-                .1
-                .add(c.billed_cost(), "an account's spend in a currency")
+            c.add_cost_to(&mut currencies[at].1, "an account's spend in a currency")
                 .map_err(|e| said(ctx, self, c, e))?;
         }
         let texts = |k: &(Sym, Option<Sym>)| (ctx.text(k.0), ctx.opt(k.1));

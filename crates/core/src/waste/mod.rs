@@ -222,7 +222,7 @@ fn rates(charges: &[Row], texts: &Texts, month: YearMonth) -> crate::Result<Rate
             let resource = c.resource_id.filter(|&r| !texts.get(r).is_empty());
             let key = (c.platform, resource, c.category, c.currency);
             let rate = rates.entry(key, || (Default::default(), 0, c.charge_end, 0));
-            rate.0.add(c.billed_cost(), "a resource's spend")?;
+            c.add_cost_to(&mut rate.0, "a resource's spend")?;
             rate.1 += (c.charge_end - c.charge_start).num_seconds();
             rate.2 = rate.2.max(c.charge_end);
             rate.3 += 1;

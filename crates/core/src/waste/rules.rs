@@ -542,9 +542,7 @@ impl Rule for TrafficHeavy {
         for c in ctx.in_month() {
             let Some(i) = c.instance_id else { continue };
             let entry = cost.entry((c.platform, i, c.currency), Default::default);
-            entry
-                .0
-                .add(c.billed_cost(), "an instance's cost")
+            c.add_cost_to(&mut entry.0, "an instance's cost")
                 .map_err(|e| ctx.of_charge(self, c, e))?;
             if c.category == Category::Traffic && c.billed_positive() {
                 entry.1.push(c);
