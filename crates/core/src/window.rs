@@ -147,7 +147,7 @@ pub struct Usage {
 /// of its window's [`Texts`]. Its id is kept beside it, by the window ([`Window::id`]): only
 /// the evidence a finding shows reads it, and a store reads it for the audited month only.
 /// Its billed cost is kept in 13 bytes where a [`Decimal`] takes 16 ([`Row::billed_cost`]).
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Row {
     /// Platform.
     pub platform: Sym,
@@ -472,7 +472,7 @@ impl Window {
             if self.ids.get(r.pos as usize).is_some_and(|&id| id != [0, 0]) {
                 out.keep_id(pos, self.id(r));
             }
-            out.rows.push(Row { pos: pos as u32, ..r.clone() });
+            out.rows.push(Row { pos: pos as u32, ..*r });
             out.keep_origin(pos, self.origin(r));
             out.keep_usage(pos, self.usage(r));
         }

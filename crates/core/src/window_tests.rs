@@ -50,7 +50,7 @@ fn amounts_keep_every_decimal_exactly_and_their_absence() {
             (c.billed_cost.to_string(), c.billed_cost.is_sign_negative())
         );
     }
-    let mut row = window.rows[0].clone();
+    let mut row = window.rows[0];
     row.set_billed_cost(Decimal::new(-150, 2));
     assert_eq!(row.billed_cost().to_string(), "-1.50");
 }
