@@ -1,7 +1,7 @@
 //! Reconciliation checks on fixtures: each check has a bill that triggers it, with the exact
 //! difference and the line asserted, and the clean bills trigger none.
 
-use gpuaudit_core::config::{Config, RateCard};
+use gpuaudit_core::config::{Config, InstanceNote, RateCard};
 use gpuaudit_core::reconcile::{
     Discrepancy, Measure, ReconcileInput, check, footers_of, read_statement,
 };
@@ -135,6 +135,50 @@ fn a_malformed_statement_is_refused_with_its_line_and_column() {
 fn r006_a_price_above_the_rate_card_and_one_equal_to_it() {
     let found = run(&["aliyun/valid/r006_above_rate_card.csv"], a10_card(dec!(8.47)));
     assert_eq!(summary(&found), vec![("R006", dec!(8.47), dec!(9.10), dec!(0.63), vec![5])]);
+}
+
+/// R006 takes a row's model from its instance's note when the row names none, the note and
+/// the card found among a thousand others (each instance's looked up once, not each row's).
+#[test]
+fn r006_takes_the_model_from_the_instance_s_note_among_many() {
+    let (mut charges, mut input) = read(&["aliyun/valid/r006_above_rate_card.csv"]);
+    for c in &mut charges {
+        c.gpu_model = None;
+    }
+    let mut config = a10_card(dec!(8.47));
+    for i in 0..1_000 {
+        let id = format!("i-other{i}");
+        let model = Some("T4".to_owned());
+        config.instances.push(InstanceNote {
+            platform: "aliyun".into(),
+            id,
+            gpu_model: model,
+            ..InstanceNote::default()
+        });
+        let card = RateCard {
+            platform: "aliyun".into(),
+            gpu_model: format!("M{i}"),
+            on_demand_hourly: Some(dec!(1)),
+            ..RateCard::default()
+        };
+        config.rates.insert(0, card);
+    }
+    let r006 = |config: &Config, input: &mut ReconcileInput| {
+        input.config = config.clone();
+        let found = check(&charges, may(), input).unwrap();
+        found.into_iter().filter(|d| d.code == "R006").collect::<Vec<_>>()
+    };
+    assert!(r006(&config, &mut input).is_empty(), "no model named: no card applies");
+    let note = InstanceNote {
+        platform: "aliyun".into(),
+        id: "i-bp1clean001".into(),
+        gpu_model: Some("A10".into()),
+        ..InstanceNote::default()
+    };
+    config.instances.push(note);
+    let found = r006(&config, &mut input);
+    assert_eq!(summary(&found), vec![("R006", dec!(8.47), dec!(9.10), dec!(0.63), vec![5])]);
+    assert!(found[0].detail.starts_with("A10 billed at"), "{}", found[0].detail);
 }
 
 #[test]

@@ -12,6 +12,7 @@ use crate::charge::{Category, Kind, Pricing};
 use crate::error::Result;
 use crate::money;
 use crate::report::{duration_text, money_text};
+use crate::slots::SlotMap;
 use crate::window::{Micros, Row, Sym, in_text_order};
 use rustc_hash::FxHashMap as HashMap;
 
@@ -371,6 +372,11 @@ impl Check for RateCardCheck {
     fn run(&self, ctx: &Context<'_>) -> Result<Vec<Discrepancy>> {
         let config = &ctx.input.config;
         let mut out = Vec::new();
+        // The model and contracted price of each instance (and model) are found once: the
+        // notes and the rate card are lists, and a month holds millions of compute rows (a
+        // configuration of 2,000 notes took `reconcile` of 2 M charges from 0.35 s to 2 s).
+        type Instance = (Sym, Option<Sym>, Option<Sym>);
+        let mut cards: SlotMap<Instance, Option<(&str, Decimal)>> = SlotMap::default();
         for c in ctx.in_month() {
             if c.category != Category::Compute
                 || c.pricing != Pricing::OnDemand
@@ -378,18 +384,16 @@ impl Check for RateCardCheck {
             {
                 continue;
             }
-            let model = ctx.opt(c.gpu_model).or_else(|| {
-                ctx.opt(c.instance_id).and_then(|i| config.gpu_model_of(ctx.text(c.platform), i))
+            let card = *cards.entry((c.platform, c.instance_id, c.gpu_model), || {
+                let platform = ctx.text(c.platform);
+                let model = ctx.opt(c.gpu_model).or_else(|| {
+                    ctx.opt(c.instance_id).and_then(|i| config.gpu_model_of(platform, i))
+                })?;
+                let card =
+                    config.rates.iter().find(|r| r.platform == platform && r.gpu_model == model);
+                Some((model, card.and_then(|r| r.on_demand_hourly)?))
             });
-            let Some(model) = model else { continue };
-            let Some(contracted) = config
-                .rates
-                .iter()
-                .find(|r| r.platform == ctx.text(c.platform) && r.gpu_model == model)
-                .and_then(|r| r.on_demand_hourly)
-            else {
-                continue;
-            };
+            let Some((model, contracted)) = card else { continue };
             let hour_long = c.charge_end - c.charge_start == Duration::hours(1);
             let Some(price) = ctx.amounts(c).unit_price().or(hour_long.then_some(c.billed_cost()))
             else {

@@ -459,7 +459,12 @@ impl Rule for OnDemandOverSubscription {
         let texts = |k: &(Sym, Sym, Sym)| (ctx.text(k.0), ctx.text(k.1), ctx.text(k.2));
         for (key, charges) in in_text_order(by_instance.into_values(), texts) {
             let (platform, instance, currency) = texts(&key);
-            let Some(gpu) = charges.iter().find_map(|c| model(ctx, c)) else { continue };
+            // `model` of the first charge that has one: the instance's note is the same for
+            // each, so it is looked up once (the notes are a list; a month holds millions of
+            // compute rows).
+            let note = ctx.config.gpu_model_of(platform, instance);
+            let gpu = charges.iter().find_map(|c| ctx.opt(c.gpu_model).or(note));
+            let Some(gpu) = gpu.map(str::to_owned) else { continue };
             let (monthly, weekly) = Self::plans(ctx, &seen, (platform, &gpu, currency));
             let start = charges.iter().map(|c| c.charge_start).min().unwrap_or_default();
             let end = charges.iter().map(|c| c.charge_end).max().unwrap_or_default();
