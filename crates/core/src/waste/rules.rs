@@ -5,7 +5,7 @@ use std::collections::BTreeMap;
 use chrono::{DateTime, Duration, Utc};
 use rust_decimal::Decimal;
 
-use super::timeline::{Span, overlap_seconds};
+use super::timeline::{Span, near, overlap_seconds};
 use super::{Context, Finding, Lines, Rule, Severity};
 use crate::charge::{Category, Kind, Pricing};
 use crate::error::Result;
@@ -17,8 +17,11 @@ use crate::window::{Micros, Row, Sym, in_text_order};
 /// Seconds in the 30-day month used for projections.
 const MONTH_SECONDS: i64 = 30 * 24 * 3600;
 
-/// The part of `c`'s billed cost that falls in `spans`, pro-rated by time.
+/// The part of `c`'s billed cost that falls in `spans` (in order and disjoint), pro-rated by
+/// time.
 fn prorated(c: &Row, spans: &[Span]) -> Result<Decimal> {
+    let spans =
+        near(spans, c.charge_start, c.charge_end.max(c.charge_start + Duration::microseconds(1)));
     let duration = (c.charge_end - c.charge_start).num_seconds();
     if duration <= 0 {
         let inside = spans.iter().any(|&(s, e)| c.charge_start >= s && c.charge_start < e);
@@ -37,14 +40,12 @@ fn share_of(amount: Decimal, part: Decimal, whole: Decimal) -> Result<Decimal> {
     money::div(money::mul(amount, part, what)?, whole, what)
 }
 
-/// The part of `c`'s time inside `spans` (first start to last end); a charge with no
-/// duration is its own instant.
+/// The part of `c`'s time inside `spans` (in order and disjoint; first start to last end);
+/// a charge with no duration is its own instant.
 fn clip(c: &Row, spans: &[Span]) -> Span {
-    let touches = |&&(s, e): &&Span| {
-        s < c.charge_end.max(c.charge_start + Duration::seconds(1)) && e > c.charge_start
-    };
-    let first = spans.iter().find(touches);
-    let last = spans.iter().rev().find(touches);
+    let touching =
+        near(spans, c.charge_start, c.charge_end.max(c.charge_start + Duration::seconds(1)));
+    let (first, last) = (touching.first(), touching.last());
     match (first, last) {
         (Some(f), Some(l)) => {
             let start = c.charge_start.max(f.0);

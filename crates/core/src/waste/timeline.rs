@@ -111,6 +111,16 @@ pub fn overlap_seconds(span: Span, spans: &[Span]) -> i64 {
     spans.iter().map(|&(s, e)| (span.1.min(e) - span.0.max(s)).num_seconds().max(0)).sum()
 }
 
+/// The spans of `spans` (in order and disjoint, as off periods are) that end after `from`
+/// and start before `to`: found by halving, not by reading them all (an instance that stops
+/// and starts all month has hundreds of off periods, read again for each of its disks' and
+/// IPs' hourly charges).
+pub(crate) fn near(spans: &[Span], from: Micros, to: Micros) -> &[Span] {
+    debug_assert!(spans.windows(2).all(|w| w[0].0 < w[0].1 && w[0].1 <= w[1].0));
+    let spans = &spans[spans.partition_point(|&(_, e)| e <= from)..];
+    &spans[..spans.partition_point(|&(s, _)| s < to)]
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -118,6 +128,35 @@ mod tests {
 
     fn t(d: u32, h: u32) -> Micros {
         Micros::of(chrono::Utc.with_ymd_and_hms(2024, 5, d, h, 0, 0).unwrap())
+    }
+
+    /// The spans `near` gives are those a read of them all finds touching, so the overlap and
+    /// the first and last touching span are the same.
+    #[test]
+    fn the_spans_near_a_charge_are_those_touching_it() {
+        let mut next = crate::xorshift(0x0ff_5ea5);
+        // Seconds, so that overlaps count.
+        let sec = |x: i64| Micros(x * 1_000_000);
+        for _ in 0..300 {
+            let mut spans = Vec::new();
+            let mut at = 0i64;
+            for _ in 0..(next() % 40) {
+                let start = at + (next() % 5) as i64;
+                let end = start + 1 + (next() % 7) as i64;
+                spans.push((sec(start), sec(end)));
+                at = end;
+            }
+            for _ in 0..50 {
+                let from = (next() % 200) as i64 - 10;
+                let (from, to) = (sec(from), sec(from + 1 + (next() % 30) as i64));
+                let touching: Vec<Span> =
+                    spans.iter().copied().filter(|&(s, e)| s < to && e > from).collect();
+                assert_eq!(near(&spans, from, to), &touching[..], "{spans:?} {from:?} {to:?}");
+                let whole = overlap_seconds((from, to), &spans);
+                assert_eq!(overlap_seconds((from, to), near(&spans, from, to)), whole);
+                assert!(whole > 0 || touching.is_empty());
+            }
+        }
     }
 
     #[test]
