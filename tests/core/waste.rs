@@ -659,3 +659,28 @@ fn compute_seen_only_at_instants_counts_as_run_for_w003_and_judges_no_off_time()
     );
     assert_eq!(only(&findings, "W001"), Vec::<&Finding>::new(), "its off time is unknown");
 }
+
+/// A rule of one's own reads where a charge was read from the context's window (kept there,
+/// beside the rows): its file, its line and the bill's words for its item.
+#[test]
+fn a_rule_of_one_s_own_reads_a_charge_s_file_line_and_item_from_the_window() {
+    let bill = parse_bill(&super::fixture("aliyun/valid/r006_above_rate_card.csv"), None).unwrap();
+    let window = std::sync::Arc::new(gpuaudit_core::window::rows_of(&bill.charges));
+    let (config, platforms) = (Config::default(), gpuaudit_core::platforms::Platforms::default());
+    let ctx = gpuaudit_core::waste::Context::new(&window, may(), &config, &platforms).unwrap();
+    let read: Vec<(String, u64, String)> = ctx
+        .in_month()
+        .map(|c| {
+            let origin = ctx.window().origin(c);
+            let file = ctx.opt(origin.file).unwrap_or_default().to_owned();
+            (file, origin.line, ctx.window().item(c).to_owned())
+        })
+        .collect();
+    let want: Vec<(String, u64, String)> = bill
+        .charges
+        .iter()
+        .map(|c| (c.origin.file.clone(), c.origin.line, c.origin.item.clone()))
+        .collect();
+    assert_eq!(read, want);
+    assert!(read.iter().any(|(_, _, item)| item == "数据盘"), "{read:?}");
+}

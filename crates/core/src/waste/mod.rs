@@ -284,8 +284,9 @@ impl<'a> Context<'a> {
         })
     }
 
-    /// The window the charges are of (what a finding's [`Lines`] keep).
-    pub(crate) fn window(&self) -> &'a Arc<Window> {
+    /// The window the charges are of (what a finding's [`Lines`] keep): where a charge was
+    /// read ([`Window::origin`], [`Window::item`]) is kept there, beside the rows.
+    pub fn window(&self) -> &'a Arc<Window> {
         self.window
     }
 
