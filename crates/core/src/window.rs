@@ -400,12 +400,17 @@ impl Window {
         let pos = row.pos as usize;
         let [file, line] = self.lines.get(pos).copied().unwrap_or_default();
         let file = u32::try_from(file).ok().and_then(NonZeroU32::new).map(Sym);
-        RowOrigin { file, line, item: self.items.get(pos).copied().flatten() }
+        RowOrigin { file, line, item: self.item_sym(row) }
+    }
+
+    /// [`Window::origin`]'s item alone, without reading the file and line.
+    pub(crate) fn item_sym(&self, row: &Row) -> Option<Sym> {
+        self.items.get(row.pos as usize).copied().flatten()
     }
 
     /// The bill's words for the item of `row`, a row of this window ("" for none).
     pub fn item(&self, row: &Row) -> &str {
-        self.texts.opt(self.origin(row).item).unwrap_or("")
+        self.texts.opt(self.item_sym(row)).unwrap_or("")
     }
 
     /// What `row`, a row of this window, measured: none of it when read without it.

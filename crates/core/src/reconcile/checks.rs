@@ -131,7 +131,7 @@ impl Check for DoubleCharge {
         for c in ctx.in_month() {
             let charged = matches!(c.kind, Kind::Usage) && c.billed_positive();
             if let (true, Some(r)) = (charged && c.charge_end > c.charge_start, c.resource_id) {
-                let item = ctx.window.origin(c).item;
+                let item = ctx.window.item_sym(c);
                 let key = (c.platform, c.account, r, c.category, item, c.currency);
                 groups.entry(key).or_default().push(c);
             }
