@@ -31,12 +31,17 @@ pub struct Evidence<'a> {
 
 /// The bill lines a finding rests on: places in the window it was found in (which the
 /// finding keeps), each with the part of its cost counted as waste. A month's findings may
-/// rest on millions of lines: each is 20 bytes until it is read ([`Lines::iter`]), not a
-/// copy of its texts and figures.
+/// rest on millions of lines: each is 4 bytes until it is read ([`Lines::iter`]) while every
+/// line's waste is its charge's whole billed cost (as most findings' are: a disk of no
+/// instance, storage billed wholly inside an off period), 20 once one line's is a part.
 #[derive(Clone)]
 pub struct Lines {
     window: Arc<Window>,
-    lines: Vec<(u32, Decimal)>,
+    /// The lines' places in the window, in the order they were found.
+    places: Vec<u32>,
+    /// The part of each line's cost counted as waste, by the line's index in `places`; empty
+    /// while each is its row's whole billed cost (the same digits and scale).
+    wasted: Vec<Decimal>,
     /// The wasted money of the lines, summed in their order as they were pushed (by a rule,
     /// on its own thread); `None` once that is not their sum: lines taken out or added at
     /// once, or a sum that does not fit ([`Lines::total`] then sums them again).
@@ -50,18 +55,45 @@ impl Lines {
     /// No lines yet, of rows of `window`; `at_places` when every row of it is at the place it
     /// was appended at (its `pos`).
     pub(crate) fn of(window: &Arc<Window>, room: usize, at_places: bool) -> Lines {
-        let lines = Vec::with_capacity(room);
+        let places = Vec::with_capacity(room);
         let total = Some(money::Sum::new());
-        Lines { window: Arc::clone(window), lines, total, at_places }
+        Lines { window: Arc::clone(window), places, wasted: Vec::new(), total, at_places }
     }
 
     /// Adds the row at `place` in the window, `wasted` of its cost.
     pub(crate) fn push_at(&mut self, place: u32, wasted: Decimal) {
-        self.lines.push((place, wasted));
+        let whole = self.wasted.is_empty()
+            && self
+                .window
+                .rows
+                .get(place as usize)
+                .is_some_and(|r| crate::window::packed(wasted) == (r.cost, r.cost_flags));
+        if !whole {
+            self.keep_wasted();
+            self.wasted.push(wasted);
+        }
+        self.places.push(place);
         if let Some(total) = &mut self.total
             && total.add(wasted, "").is_err()
         {
             self.total = None;
+        }
+    }
+
+    /// Keeps each line's waste in `wasted` (until now each its row's whole billed cost).
+    fn keep_wasted(&mut self) {
+        if self.wasted.len() < self.places.len() {
+            self.wasted.reserve_exact(self.places.capacity());
+            let (rows, places) = (&self.window.rows, &self.places);
+            self.wasted.extend(places.iter().map(|&p| rows[p as usize].billed_cost()));
+        }
+    }
+
+    /// The part of line `i`'s cost counted as waste.
+    fn wasted_at(&self, i: usize) -> Decimal {
+        match self.wasted.get(i) {
+            Some(&wasted) => wasted,
+            None => self.window.rows[self.places[i] as usize].billed_cost(),
         }
     }
 
@@ -92,46 +124,60 @@ impl Lines {
     }
 
     /// Adds `other`'s lines (of the same window).
-    pub(crate) fn append(&mut self, other: Lines) {
+    pub(crate) fn append(&mut self, mut other: Lines) {
         debug_assert!(Arc::ptr_eq(&self.window, &other.window));
-        self.lines.extend(other.lines);
+        if !(self.wasted.is_empty() && other.wasted.is_empty()) {
+            self.keep_wasted();
+            other.keep_wasted();
+            self.wasted.extend(other.wasted);
+        }
+        self.places.extend(other.places);
         self.total = None;
     }
 
     /// Each line's place and row.
     fn rows(&self) -> impl Iterator<Item = (u32, &Row)> + '_ {
-        self.lines.iter().map(|&(place, _)| (place, &self.window.rows[place as usize]))
+        self.places.iter().map(|&place| (place, &self.window.rows[place as usize]))
     }
 
     /// Keeps the lines whose place and row pass `keep`.
     pub(super) fn retain(&mut self, mut keep: impl FnMut(u32, &Row) -> bool) {
-        let (rows, before) = (&self.window.rows, self.lines.len());
-        self.lines.retain(|&(place, _)| keep(place, &rows[place as usize]));
-        if self.lines.len() != before {
+        let (rows, before) = (&self.window.rows, self.places.len());
+        if self.wasted.is_empty() {
+            self.places.retain(|&place| keep(place, &rows[place as usize]));
+        } else {
+            let kept: Vec<bool> =
+                self.places.iter().map(|&place| keep(place, &rows[place as usize])).collect();
+            let mut k = kept.iter();
+            self.places.retain(|_| k.next().copied().unwrap_or(false));
+            let mut k = kept.iter();
+            self.wasted.retain(|_| k.next().copied().unwrap_or(false));
+        }
+        if self.places.len() != before {
             self.total = None;
         }
     }
 
     /// The money of the lines counted as waste.
     pub(crate) fn wasted(&self) -> impl Iterator<Item = Decimal> + '_ {
-        self.lines.iter().map(|l| l.1)
+        (0..self.places.len()).map(|i| self.wasted_at(i))
     }
 
     /// How many lines.
     pub fn len(&self) -> usize {
-        self.lines.len()
+        self.places.len()
     }
 
     /// Whether there are none.
     pub fn is_empty(&self) -> bool {
-        self.lines.is_empty()
+        self.places.is_empty()
     }
 
     /// The charge ids of the lines, in the order they were found: [`Lines::iter`]'s ids
     /// without reading the rest of each line.
     pub fn ids(&self) -> impl ExactSizeIterator<Item = ChargeId> + '_ {
         let (window, at_places) = (&*self.window, self.at_places);
-        self.lines.iter().map(move |&(place, _)| match at_places {
+        self.places.iter().map(move |&place| match at_places {
             // A row is 64 bytes the ids need nothing of: reading it was a twentieth of
             // writing a month's findings.
             true => window.id_at(place),
@@ -142,8 +188,9 @@ impl Lines {
     /// The lines, in the order they were found.
     pub fn iter(&self) -> impl ExactSizeIterator<Item = Evidence<'_>> + '_ {
         let window = &*self.window;
-        self.lines.iter().map(move |&(place, wasted)| {
+        self.places.iter().enumerate().map(move |(i, &place)| {
             let c = &window.rows[place as usize];
+            let wasted = self.wasted_at(i);
             let origin = window.origin(c);
             Evidence {
                 id: window.id(c),
@@ -284,6 +331,58 @@ mod tests {
         assert!(huge.total.is_none());
         let err = huge.total("a finding's wasted money").unwrap_err().to_string();
         assert!(err.starts_with("a finding's wasted money"), "{err}");
+    }
+
+    /// Lines read back the waste each was given, digit for digit and scale for scale,
+    /// whether it is its row's whole cost (kept as the place alone while every line's is:
+    /// 1.5 of a row billed 1.50 is not) or a part, through lines taken out and added at once.
+    #[test]
+    fn lines_read_back_the_waste_they_were_given_whole_or_in_part() {
+        let billed = ["1.50", "2", "0.000", "-3.25", "7.125"];
+        let charges: Vec<Charge> = (0..40)
+            .map(|i| {
+                let mut c = charge(i, i as u64 + 2, 0);
+                c.billed_cost = billed[i as usize % billed.len()].parse().unwrap();
+                c
+            })
+            .collect();
+        let window = Arc::new(rows_of(&charges));
+        let cost = |place: u32| window.rows[place as usize].billed_cost();
+        let mut next = crate::xorshift(0x11_4e5);
+        for round in 0..200 {
+            let (mut lines, mut model) = (Lines::of(&window, 4, true), Vec::new());
+            let mut other = (Lines::of(&window, 0, true), Vec::new());
+            for k in 0..(next() % 12) {
+                let place = (next() % 40) as u32;
+                let wasted = match next() % 4 {
+                    0 if round % 2 == 0 => Decimal::new(15, 1), // 1.5: whole only as given
+                    1 => Decimal::new((next() % 1000) as i64, 3),
+                    _ => cost(place),
+                };
+                let (to, m) = if k % 3 == 2 {
+                    (&mut other.0, &mut other.1)
+                } else {
+                    (&mut lines, &mut model)
+                };
+                to.push_at(place, wasted);
+                m.push((place, wasted));
+            }
+            let whole = model.iter().all(|&(p, w)| w.serialize() == cost(p).serialize());
+            assert_eq!(lines.wasted.is_empty(), whole, "{model:?}");
+            if next().is_multiple_of(2) {
+                lines.append(other.0);
+                model.extend(other.1);
+            }
+            let cut = (next() % 40) as u32;
+            lines.retain(|place, _| place != cut);
+            model.retain(|&(p, _)| p != cut);
+            let read: Vec<_> = lines.iter().map(|e| (e.id, e.wasted.serialize())).collect();
+            let want: Vec<_> =
+                model.iter().map(|&(p, w)| (ChargeId(u128::from(p)), w.serialize())).collect();
+            assert_eq!(read, want);
+            let sum = money::sum(model.iter().map(|l| l.1), "t").unwrap();
+            assert_eq!(lines.total("t").unwrap().serialize(), sum.serialize());
+        }
     }
 
     /// A rule of one's own adds lines of the month's charges of its context's window, and
