@@ -146,12 +146,17 @@ impl Lines {
         if self.wasted.is_empty() {
             self.places.retain(|&place| keep(place, &rows[place as usize]));
         } else {
-            let kept: Vec<bool> =
-                self.places.iter().map(|&place| keep(place, &rows[place as usize])).collect();
-            let mut k = kept.iter();
-            self.places.retain(|_| k.next().copied().unwrap_or(false));
-            let mut k = kept.iter();
-            self.wasted.retain(|_| k.next().copied().unwrap_or(false));
+            // Both lists kept in step, in place.
+            let mut kept = 0;
+            for i in 0..before {
+                let place = self.places[i];
+                if keep(place, &rows[place as usize]) {
+                    (self.places[kept], self.wasted[kept]) = (place, self.wasted[i]);
+                    kept += 1;
+                }
+            }
+            self.places.truncate(kept);
+            self.wasted.truncate(kept);
         }
         if self.places.len() != before {
             self.total = None;
