@@ -543,3 +543,63 @@ fn the_review_links_each_use_s_rows_as_its_own_read_would() {
     let audit = store.audit(may, &config, gpuaudit_core::waste::RULES, &platforms).unwrap();
     assert_eq!(review.findings, audit);
 }
+
+/// A check of one's own that reads where charges were read itself ([`Window::origin`]):
+/// the built-in double-charge check, without saying it reads them through its context.
+struct OwnLines;
+
+impl gpuaudit_core::reconcile::Check for OwnLines {
+    fn code(&self) -> &'static str {
+        "R002"
+    }
+    fn name(&self) -> &'static str {
+        "double-charge"
+    }
+    fn run(
+        &self,
+        ctx: &gpuaudit_core::reconcile::Context<'_>,
+    ) -> gpuaudit_core::Result<Vec<gpuaudit_core::reconcile::Discrepancy>> {
+        gpuaudit_core::reconcile::Check::run(&gpuaudit_core::reconcile::DoubleCharge, ctx)
+    }
+}
+
+/// A store's reconciliation reads the files and lines of the charges its discrepancies name
+/// after the checks ran, and of charges billed twice for the same time, in the order of
+/// their lines: the same discrepancies as the library's of the loaded charges and as a read
+/// of every charge's file and line first (a check of one's own that does not read them
+/// through its context), though the ledger holds the two in the other order.
+#[test]
+fn a_reconciliation_reads_the_lines_it_names_after_the_checks_ran() {
+    let (dir, store) = ledger();
+    let bill = std::fs::read_to_string(fixture("aliyun/valid/r002_double_charge.csv")).unwrap();
+    let lines: Vec<&str> = bill.lines().collect();
+    // The disk's second day once at line 6 of the first file imported, and billed again,
+    // for less, at line 2 of the second: in the ledger's order the first comes first.
+    let first = dir.path().join("first.csv");
+    let mut text: Vec<&str> =
+        lines.iter().copied().enumerate().filter(|&(i, _)| i != 6).map(|l| l.1).collect();
+    std::fs::write(&first, text.join("\n") + "\n").unwrap();
+    let again = lines[5].replace(",12.50,12.50,CNY", ",12.50,12.40,CNY");
+    text = vec![lines[0], &again];
+    let second = dir.path().join("second.csv");
+    std::fs::write(&second, text.join("\n") + "\n").unwrap();
+    for bill in [&first, &second] {
+        store.import(std::slice::from_ref(bill), &ImportOptions::default()).unwrap();
+    }
+    let may = YearMonth::new(2024, 5).unwrap();
+    let input = gpuaudit_core::reconcile::ReconcileInput::default();
+    let checks = gpuaudit_core::reconcile::CHECKS;
+    let found = store.reconcile(may, checks, input.clone()).unwrap();
+    let r002: Vec<_> = found.iter().filter(|d| d.code == "R002").collect();
+    assert_eq!(r002.len(), 1, "{found:?}");
+    let at: Vec<String> = r002[0].locations.iter().map(ToString::to_string).collect();
+    let (first, second) = (first.display().to_string(), second.display().to_string());
+    assert_eq!(at, [format!("{second}:2"), format!("{first}:6")]);
+    assert_eq!((r002[0].expected, r002[0].difference), (dec!(12.40), dec!(12.50)));
+    let months = LoadFilter { months: gpuaudit_core::reconcile::months_to_read(may) };
+    let charges = store.load(&months).unwrap();
+    let direct = gpuaudit_core::reconcile::check_with(checks, &charges, may, &input).unwrap();
+    assert_eq!(found, direct);
+    let own = store.reconcile(may, &[&OwnLines], input).unwrap();
+    assert_eq!(own.iter().collect::<Vec<_>>(), r002);
+}

@@ -53,10 +53,13 @@ use amounts::{SPILLED, Stored, decimal_of};
 mod left_out;
 #[path = "window_link.rs"]
 mod link;
+#[path = "window_origins.rs"]
+mod origins;
 #[path = "window_said.rs"]
 mod said;
 pub use left_out::LeftOut;
 pub use link::link_rows;
+pub(crate) use origins::Elsewhere;
 
 /// A text of a window: its index in the window's [`Texts`] (four bytes; `Option<Sym>` too).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -279,6 +282,9 @@ pub struct Window {
     /// Whether no two rows are the same charge (a ledger's window: the ledger keeps each
     /// charge once), so that a row's place stands for its charge.
     pub(crate) distinct_ids: bool,
+    /// Where the files and lines of rows read without them are read when asked for
+    /// ([`Window::lines_of`]).
+    pub(crate) elsewhere: Option<Arc<dyn Elsewhere>>,
 }
 
 impl Window {
@@ -301,6 +307,7 @@ impl Window {
             usage: Vec::new(),
             left_out: LeftOut::default(),
             distinct_ids: false,
+            elsewhere: None,
         }
     }
 
@@ -327,6 +334,18 @@ impl Window {
         texts: &Texts,
         keep: &dyn Fn(&Row, Option<&Amounts>) -> bool,
     ) -> Result<(), String> {
+        self.append_kept(rows, side, texts, keep).map(drop)
+    }
+
+    /// [`Window::append_keeping`], telling which rows it kept: `None` if all, else their
+    /// places among `rows`.
+    pub(crate) fn append_kept(
+        &mut self,
+        rows: Vec<Row>,
+        side: Side,
+        texts: &Texts,
+        keep: &dyn Fn(&Row, Option<&Amounts>) -> bool,
+    ) -> Result<Option<Vec<u32>>, String> {
         if u32::try_from(self.rows.len() + rows.len()).is_err() {
             return Err(format!("a window of more than {} charges", u32::MAX));
         }
@@ -368,11 +387,14 @@ impl Window {
                 self.keep_usage(pos - 1, used);
             }
         }
+        let mut kept = None;
         if !all {
+            let at = rows.iter().enumerate().filter(|(_, r)| r.pos != LEFT_OUT);
+            kept = Some(at.map(|(i, _)| i as u32).collect());
             rows.retain(|r| r.pos != LEFT_OUT);
         }
         self.rows.extend_from_slice(&rows);
-        Ok(())
+        Ok(kept)
     }
 
     /// Keeps `origin` as the origin of the row at `pos`.

@@ -182,7 +182,18 @@ impl Store {
         // No check reads a charge's id, unit or GPU count. Of the other months only compute
         // and rows with a balance are kept: their look-back files hold them.
         let look_back = Some(month);
-        let reading = Reading { usage: false, ids: Some(&[]), look_back, ..Reading::all(true) };
+        // Nor files and lines, when every check names charges through its context: those a
+        // discrepancy names are read after the checks ran (`origins`).
+        let later = checks.iter().all(|c| c.lines_through_context());
+        let lines = if later { Some(&[][..]) } else { None };
+        let reading = Reading {
+            usage: false,
+            ids: Some(&[]),
+            lines,
+            lines_later: later,
+            look_back,
+            ..Reading::all(true)
+        };
         let window = self.load_lean(&months, reading, &keep)?;
         reconcile::check_rows(checks, &window, month, &input)
     }

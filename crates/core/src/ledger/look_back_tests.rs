@@ -288,3 +288,39 @@ fn a_facts_file_with_an_instant_out_of_range_is_refused() {
         assert_eq!(err, "first_start: missing or invalid instant");
     }
 }
+
+/// A window read without its rows' files and lines reads them when asked for, from the part
+/// files and look-back files its rows came from: each row's, as a window read with them
+/// holds it, whether all of a file's rows were kept or some (the months around, read from
+/// their part files); a file gone since is an error naming its batch, never a line made up.
+#[test]
+fn files_and_lines_read_later_are_those_a_window_read_with_them_holds() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = ledger(dir.path());
+    let (filter, month) = (LoadFilter { months: months() }, months()[1]);
+    let keep =
+        |r: &Row, _: Option<&Amounts>| r.category == Category::Compute || r.billing_period == month;
+    let none = Some(&[][..]);
+    for look_back in [None, Some(month)] {
+        let reading = Reading { ids: none, look_back, ..Reading::all(false) };
+        let want = store.load_rows_unlinked(&filter, reading, &keep).unwrap();
+        let later = Reading { lines: none, lines_later: true, ..reading };
+        let got = store.load_rows_unlinked(&filter, later, &keep).unwrap();
+        assert!(got.reads_lines_later() && !want.reads_lines_later());
+        assert_eq!(got.rows.len(), want.rows.len());
+        assert!(got.left_out.rows > 10_000, "some rows of the files read are left out");
+        let places: Vec<u32> = got.rows.iter().rev().map(|r| r.pos).collect();
+        let read = got.lines_at(&places).unwrap();
+        let held = want.lines_at(&places).unwrap();
+        assert_eq!(read, held, "{look_back:?}");
+        assert!(read.iter().all(|(file, line)| file.contains("bill-") && *line > 1), "{read:?}");
+        assert_eq!(got.origin(&got.rows[0]).line, 0, "not kept in the window");
+    }
+    let later = Reading { ids: none, lines: none, lines_later: true, ..Reading::all(false) };
+    let got = store.load_rows_unlinked(&filter, later, &keep).unwrap();
+    let manifest = store.manifest().unwrap();
+    let batch = &manifest.batches[0];
+    std::fs::remove_file(dir.path().join(".gpuaudit").join(&batch.files[0].path)).unwrap();
+    let err = got.lines_at(&[0]).unwrap_err().to_string();
+    assert!(err.contains(&batch.id) && err.contains(&batch.files[0].path), "{err}");
+}

@@ -76,6 +76,7 @@ mod look_back;
 mod look_back_tests;
 mod manifest;
 mod mantissa;
+mod origins;
 mod part;
 mod query;
 mod reader;

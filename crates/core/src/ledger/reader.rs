@@ -130,15 +130,25 @@ impl Store {
         };
         let mut failed = None;
         let mut slots = Slots::new(&plan.slots);
+        // Where each row read without its file and line is, to read them when asked for.
+        let mut later = reading.lines_later.then(super::origins::Later::default);
         read_parts_by(&self.backend, &plan.reads, read, |(i, read)| {
-            slots.take(i, read, &mut |rows, a, texts| {
-                if let Err(e) = window.append_keeping(rows, a, texts, keep)
-                    && failed.is_none()
-                {
-                    failed = Some(e);
+            slots.take(i, read, &mut |(read, from), rows, a, texts| {
+                let first = window.rows.len();
+                match window.append_kept(rows, a, texts, keep) {
+                    Err(e) => failed = failed.take().or(Some(e)),
+                    Ok(kept) => match &mut later {
+                        Some(later) if !wanted[read].lines => {
+                            later.add(first, window.rows.len() - first, (read, from), kept);
+                        }
+                        _ => {}
+                    },
                 }
             });
         })?;
+        if let Some(later) = later {
+            window.elsewhere = Some(later.reading(&self.backend, &plan.reads));
+        }
         self.merge_facts(&plan, &mut window)?;
         // The ledger keeps each charge once.
         window.distinct_ids = true;
@@ -241,6 +251,9 @@ pub(super) struct Reading<'a> {
     pub ids: Option<&'a [YearMonth]>,
     /// The months whose rows' files and lines are read: every month if `None`.
     pub lines: Option<&'a [YearMonth]>,
+    /// Whether the files and lines of the rows of the other months are read when asked for
+    /// ([`crate::window::Window::lines_at`]; see `origins`).
+    pub lines_later: bool,
     /// The month audited, when of every other month the window keeps only compute rows
     /// and rows with a balance (or fewer): then those months are read from the batches'
     /// look-back files where they have them (see `look_back`).
@@ -256,6 +269,7 @@ impl Reading<'_> {
             usage: true,
             ids: None,
             lines: None,
+            lines_later: false,
             look_back: None,
         }
     }
@@ -272,6 +286,10 @@ impl Reading<'_> {
     }
 }
 
+/// What is handed a part file's rows (see [`Slots::take`]).
+type Append<'a> = dyn FnMut((usize, usize), Vec<crate::window::Row>, crate::window::Side, &crate::window::Texts)
+    + 'a;
+
 /// The rows of the reads of a [`look_back::Plan`], handed on in the order of its part files:
 /// a part file's rows as they are read, a look-back file's a part file's share at a time.
 struct Slots<'p> {
@@ -287,20 +305,16 @@ impl<'p> Slots<'p> {
         Slots { slots, next: 0, taken: Default::default() }
     }
 
-    /// Takes the rows of read `i`, and hands `append` those of every part file now read.
-    fn take(
-        &mut self,
-        i: usize,
-        read: rows::PartRows,
-        append: &mut dyn FnMut(Vec<crate::window::Row>, crate::window::Side, &crate::window::Texts),
-    ) {
+    /// Takes the rows of read `i`, and hands `append` those of every part file now read
+    /// (with the read they are of and the place of the first among its rows).
+    fn take(&mut self, i: usize, read: rows::PartRows, append: &mut Append<'_>) {
         self.taken.insert(i, (read, 0));
         while let Some(&(read, of)) = self.slots.get(self.next) {
             let Some((rows, done)) = self.taken.get_mut(&read) else { return };
             match of {
                 None => {
                     let Some(((rows, side, texts), _)) = self.taken.remove(&read) else { return };
-                    append(rows, side, &texts);
+                    append((read, 0), rows, side, &texts);
                 }
                 Some(n) => {
                     let (from, to) = (*done, (*done + n as usize).min(rows.0.len()));
@@ -310,7 +324,7 @@ impl<'p> Slots<'p> {
                         origins: share(&rows.1.origins, from, to),
                         usage: share(&rows.1.usage, from, to),
                     };
-                    append(rows.0[from..to].to_vec(), side, &rows.2);
+                    append((read, from), rows.0[from..to].to_vec(), side, &rows.2);
                     *done = to;
                     if to == rows.0.len() {
                         self.taken.remove(&read);

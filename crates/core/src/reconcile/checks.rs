@@ -17,8 +17,7 @@ use crate::window::{Micros, Row, Sym, in_text_order};
 use rustc_hash::FxHashMap as HashMap;
 
 fn line(ctx: &Context<'_>, c: &Row) -> Line {
-    let origin = ctx.window.origin(c);
-    Line { file: ctx.opt(origin.file).unwrap_or("").to_owned(), line: origin.line }
+    ctx.line(c)
 }
 
 fn base(ctx: &Context<'_>, check: &dyn Check, c: &Row, period: String) -> Discrepancy {
@@ -61,6 +60,9 @@ impl Check for Arithmetic {
     }
     fn name(&self) -> &'static str {
         "arithmetic"
+    }
+    fn lines_through_context(&self) -> bool {
+        true
     }
     fn run(&self, ctx: &Context<'_>) -> Result<Vec<Discrepancy>> {
         let mut out = Vec::new();
@@ -125,6 +127,9 @@ impl Check for DoubleCharge {
     fn name(&self) -> &'static str {
         "double-charge"
     }
+    fn lines_through_context(&self) -> bool {
+        true
+    }
     fn run(&self, ctx: &Context<'_>) -> Result<Vec<Discrepancy>> {
         type Key = (Sym, Option<Sym>, Sym, Category, Option<Sym>, Sym);
         let mut groups: HashMap<Key, Vec<&Row>> = HashMap::default();
@@ -140,9 +145,26 @@ impl Check for DoubleCharge {
             let item = ctx.opt(k.4).unwrap_or("");
             (ctx.text(k.0), ctx.opt(k.1), ctx.text(k.2), k.3, item, ctx.text(k.5))
         };
+        // Rows of the same span are taken in the order of their lines, read for those rows
+        // alone (where the window was read without them, at once for every group).
+        let span = |c: &&Row| (c.charge_start, c.charge_end);
+        let mut groups = in_text_order(groups, texts);
+        let mut tied: Vec<&Row> = Vec::new();
+        for (_, rows) in &mut groups {
+            rows.sort_by_key(span);
+            for pair in rows.windows(2).filter(|p| span(&p[0]) == span(&p[1])) {
+                tied.extend([pair[0], pair[1]]);
+            }
+        }
+        tied.sort_by_key(|c| c.pos);
+        tied.dedup_by_key(|c| c.pos);
+        let lines: HashMap<u32, u64> =
+            tied.iter().map(|c| c.pos).zip(ctx.lines_of(&tied)?.into_iter().map(|l| l.1)).collect();
         let mut out = Vec::new();
-        for (_, mut rows) in in_text_order(groups, texts) {
-            rows.sort_by_key(|c| (c.charge_start, c.charge_end, ctx.window.origin(c).line));
+        for (_, mut rows) in groups {
+            if !lines.is_empty() {
+                rows.sort_by_key(|c| (span(c), lines.get(&c.pos).copied().unwrap_or(0)));
+            }
             let mut latest: Option<&Row> = None;
             for c in rows {
                 if let Some(prev) = latest.filter(|p| c.charge_start < p.charge_end) {
@@ -180,6 +202,9 @@ impl Check for CoverageGap {
     }
     fn name(&self) -> &'static str {
         "coverage-gap"
+    }
+    fn lines_through_context(&self) -> bool {
+        true
     }
     fn run(&self, ctx: &Context<'_>) -> Result<Vec<Discrepancy>> {
         let continuous =
@@ -244,17 +269,28 @@ impl Check for BalanceChain {
     fn name(&self) -> &'static str {
         "balance-chain"
     }
+    fn lines_through_context(&self) -> bool {
+        true
+    }
     fn run(&self, ctx: &Context<'_>) -> Result<Vec<Discrepancy>> {
-        type Key = (Sym, Option<Sym>, Option<Sym>);
-        let mut files: HashMap<Key, Vec<&Row>> = HashMap::default();
-        for c in ctx.charges.iter().filter(|c| ctx.amounts(c).balance_after().is_some()) {
-            let file = ctx.window.origin(c).file;
-            files.entry((c.platform, c.account, file)).or_default().push(c);
+        // Each file by its place among `names` (the rows' files and lines read at once).
+        type Key = (Sym, Option<Sym>, usize);
+        let rows: Vec<&Row> =
+            ctx.charges.iter().filter(|c| ctx.amounts(c).balance_after().is_some()).collect();
+        let (mut names, mut named) = (Vec::new(), HashMap::<String, usize>::default());
+        let mut files: HashMap<Key, Vec<(&Row, u64)>> = HashMap::default();
+        for (c, (file, line)) in rows.iter().zip(ctx.lines_of(&rows)?) {
+            let file = *named.entry(file).or_insert_with_key(|file| {
+                names.push(file.clone());
+                names.len() - 1
+            });
+            files.entry((c.platform, c.account, file)).or_default().push((c, line));
         }
-        let texts = |k: &Key| (ctx.text(k.0), ctx.opt(k.1), ctx.opt(k.2).unwrap_or(""));
+        let texts = |k: &Key| (ctx.text(k.0), ctx.opt(k.1), names[k.2].as_str());
         let mut out = Vec::new();
-        for (_, mut rows) in in_text_order(files, texts) {
-            rows.sort_by_key(|c| ctx.window.origin(c).line);
+        for (_, mut lines) in in_text_order(files, texts) {
+            lines.sort_by_key(|&(_, line)| line);
+            let mut rows: Vec<&Row> = lines.into_iter().map(|(c, _)| c).collect();
             let (first, last) = (rows[0], rows[rows.len() - 1]);
             if first.charge_end > last.charge_end {
                 rows.reverse(); // a newest-first export
@@ -297,6 +333,9 @@ impl Check for StatementTotal {
     }
     fn name(&self) -> &'static str {
         "statement-total"
+    }
+    fn lines_through_context(&self) -> bool {
+        true
     }
     fn run(&self, ctx: &Context<'_>) -> Result<Vec<Discrepancy>> {
         let mut out = Vec::new();
@@ -369,6 +408,9 @@ impl Check for RateCardCheck {
     fn name(&self) -> &'static str {
         "rate-card"
     }
+    fn lines_through_context(&self) -> bool {
+        true
+    }
     fn run(&self, ctx: &Context<'_>) -> Result<Vec<Discrepancy>> {
         let config = &ctx.input.config;
         let mut out = Vec::new();
@@ -427,6 +469,9 @@ impl Check for MixedCurrency {
     fn name(&self) -> &'static str {
         "mixed-currency"
     }
+    fn lines_through_context(&self) -> bool {
+        true
+    }
     fn run(&self, ctx: &Context<'_>) -> Result<Vec<Discrepancy>> {
         /// Per currency: its sum and its first charge.
         type Currencies<'a> = BTreeMap<&'a str, (Decimal, &'a Row)>;
@@ -483,6 +528,9 @@ impl Check for PeriodMismatch {
     }
     fn name(&self) -> &'static str {
         "period-mismatch"
+    }
+    fn lines_through_context(&self) -> bool {
+        true
     }
     fn run(&self, ctx: &Context<'_>) -> Result<Vec<Discrepancy>> {
         let mut out = Vec::new();

@@ -20,6 +20,14 @@
 //!   balance that line states.
 //! - R006 reads the unit price from the bill, or for an hour-long compute row its amount.
 //! - R008 flags charges whose whole time lies outside their billing period, by days outside.
+//! - Where a charge was read (its file and line) is evidence: a check names it through
+//!   [`Context::line`] and orders charges by it through [`Context::lines_of`]. A store's
+//!   window is read without them (`Store::reconcile`, when every check says
+//!   [`Check::lines_through_context`]): [`Context::line`] then stands for the charge, and
+//!   [`check_rows`] reads the files and lines of every charge the discrepancies name, at
+//!   once, after the checks ran (R002 reads those of the charges billed for the same span
+//!   of time, which it orders by line; R004 those of the rows with a balance). The
+//!   discrepancies are the same as a read of every charge's file and line gives.
 //! - The checks know nothing of files or storage, and print nothing.
 
 mod agree;
@@ -166,6 +174,14 @@ pub trait Check: Sync {
     fn name(&self) -> &'static str;
     /// The check's discrepancies.
     fn run(&self, ctx: &Context<'_>) -> Result<Vec<Discrepancy>>;
+    /// Whether the check names where charges were read only through [`Context::line`] (and
+    /// orders them by it only through [`Context::lines_of`]), as every built-in check does:
+    /// a store then reads the files and lines of the charges a discrepancy names after the
+    /// checks ran, not of every charge before. A check that reads
+    /// [`Window::origin`] itself keeps the default, and a store reads every charge's.
+    fn lines_through_context(&self) -> bool {
+        false
+    }
 }
 
 /// Every check, in code order.
@@ -218,6 +234,48 @@ impl<'a> Context<'a> {
         let month = self.month;
         self.charges.iter().filter(move |c| c.billing_period == month)
     }
+
+    /// Where charge `c` was read, for a discrepancy's locations. Of a window read without
+    /// the charges' files and lines it stands for the charge until every check has run,
+    /// and [`check_rows`] then reads those of every charge named at once.
+    pub fn line(&self, c: &Row) -> Line {
+        if self.window.reads_lines_later() {
+            return Line { file: String::new(), line: PENDING | u64::from(c.pos) };
+        }
+        let origin = self.window.origin(c);
+        Line { file: self.opt(origin.file).unwrap_or("").to_owned(), line: origin.line }
+    }
+
+    /// The file (empty for none) and line (0 for none) where each of `rows` was read, read
+    /// at once where the window was read without them.
+    pub fn lines_of(&self, rows: &[&Row]) -> Result<Vec<(String, u64)>> {
+        self.window.lines_of(rows)
+    }
+}
+
+/// A location [`Context::line`] gives before its file and line are read: the charge's place
+/// in its window in `line`, beside this bit, which no line of a file has.
+const PENDING: u64 = 1 << 63;
+
+/// Each location of `found` that [`Context::line`] left to be read, read (all at once).
+fn read_pending(window: &Window, found: &mut [Vec<Discrepancy>]) -> Result<()> {
+    let pending = |l: &Line| l.file.is_empty() && l.line & PENDING != 0;
+    let all = found.iter().flatten().flat_map(|d| &d.locations);
+    let mut places: Vec<u32> = all.filter(|l| pending(l)).map(|l| l.line as u32).collect();
+    if places.is_empty() {
+        return Ok(());
+    }
+    places.sort_unstable();
+    places.dedup();
+    let read = window.lines_at(&places)?;
+    for line in found.iter_mut().flatten().flat_map(|d| &mut d.locations) {
+        if pending(line)
+            && let Ok(at) = places.binary_search(&(line.line as u32))
+        {
+            (line.file, line.line) = read[at].clone();
+        }
+    }
+    Ok(())
 }
 
 /// The months a reconciliation of `month` reads: the month and the ones around it, since the
@@ -262,8 +320,9 @@ pub fn check_rows(
     // The checks side by side; their discrepancies in the order of the checks.
     // An error names its check (a charge's, `Window::said_of`, names it already).
     let run = |c: &&dyn Check| c.run(&ctx).map_err(|e| crate::money::met_by(c.code(), c.name(), e));
-    for found in crate::par::map(checks, run) {
-        let mut found = found?;
+    let mut found = crate::par::map(checks, run).into_iter().collect::<Result<Vec<_>>>()?;
+    read_pending(window, &mut found)?;
+    for mut found in found {
         found.sort_by(|a, b| {
             a.locations.cmp(&b.locations).then_with(|| a.platform.cmp(&b.platform))
         });
