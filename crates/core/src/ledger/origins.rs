@@ -17,6 +17,8 @@ use std::collections::BTreeMap;
 use std::path::Path;
 use std::sync::Arc;
 
+use polars_arrow::array::{Array, DictionaryArray, Utf8ViewArray};
+
 use super::backend::Backend;
 use super::reader::{read_parquet, read_parts_by};
 use crate::error::{Error, Result};
@@ -115,9 +117,13 @@ impl Elsewhere for Fetch {
         let mut out = vec![None; places.len()];
         let read = |i: usize, path: &Path| {
             let rows = &wanted[&reads[i]];
-            let columns = ["source_file", "source_line"].map(str::to_owned).to_vec();
+            // The files as keys into their dictionary where the file allows (`keyed`): not
+            // a text for every row.
+            let (keyed, mut columns) = super::keyed::read(path, vec!["source_file".to_owned()]);
+            columns.push("source_line".to_owned());
             let df = read_parquet(path, Some(columns))?;
-            lines_of(&df, rows).map_err(|m| Error::ledger(path, m))
+            let files = keyed.get("source_file");
+            lines_of(&df, files, rows).map_err(|m| Error::ledger(path, m))
         };
         read_parts_by(&self.backend, &files, read, |lines| {
             for (i, line) in lines {
@@ -131,28 +137,59 @@ impl Elsewhere for Fetch {
 /// A file and a line, with the place of the answer it is.
 type Answer = (usize, (String, u64));
 
-/// The file and line of each row `(answer, row)` of `rows` in `df`'s columns: those rows'
-/// values alone (a file's columns are not made into texts and numbers for every row).
+/// The file and line of each row `(answer, row)` of `rows` in `df`'s columns (its files in
+/// `keyed`, when they were read as keys): those rows' values alone.
 fn lines_of(
     df: &polars::prelude::DataFrame,
+    keyed: Option<&[DictionaryArray<u32>]>,
     rows: &[(usize, usize)],
 ) -> std::result::Result<Vec<Answer>, String> {
     use polars::prelude::DataType;
     let column = |name: &str| df.column(name).map_err(|e| format!("column {name}: {e}"));
-    let files = column("source_file")?;
-    let files = files.str().map_err(|e| format!("column source_file: {e}"))?;
     let lines = column("source_line")?.cast(&DataType::Int64);
     let lines = lines.map_err(|e| format!("column source_line: {e}"))?;
     let lines = lines.i64().map_err(|e| format!("column source_line: {e}"))?;
+    let texts = match keyed {
+        Some(_) => None,
+        None => Some(column("source_file")?.str().map_err(|e| format!("column source_file: {e}"))?),
+    };
     let mut out = Vec::with_capacity(rows.len());
     for &(i, row) in rows {
         if row >= df.height() {
             return Err(format!("holds {} charges, fewer than when it was read", df.height()));
         }
-        let (Some(file), Some(line)) = (files.get(row), lines.get(row)) else {
+        let file = match (keyed, texts) {
+            (Some(chunks), _) => key_at(chunks, row)?,
+            (None, Some(texts)) => texts.get(row),
+            (None, None) => None,
+        };
+        let (Some(file), Some(line)) = (file, lines.get(row)) else {
             return Err(format!("row {row}: no source_file or source_line"));
         };
         out.push((i, (file.to_owned(), line as u64)));
     }
     Ok(out)
+}
+
+/// The text of row `row` of a column read as keys into its dictionary (`None` for a null).
+fn key_at(
+    chunks: &[DictionaryArray<u32>],
+    mut row: usize,
+) -> std::result::Result<Option<&str>, String> {
+    for chunk in chunks {
+        if row >= chunk.len() {
+            row -= chunk.len();
+            continue;
+        }
+        if !Array::is_valid(chunk.keys(), row) {
+            return Ok(None);
+        }
+        let key = chunk.keys().value(row) as usize;
+        let texts = chunk.values().as_any().downcast_ref::<Utf8ViewArray>();
+        return match texts.filter(|t| key < t.len()) {
+            Some(texts) => Ok(Array::is_valid(texts, key).then(|| texts.value(key))),
+            None => Err("column source_file: a key past its dictionary".to_owned()),
+        };
+    }
+    Err("column source_file: fewer values than rows".to_owned())
 }
