@@ -132,13 +132,15 @@ impl Check for DoubleCharge {
     }
     fn run(&self, ctx: &Context<'_>) -> Result<Vec<Discrepancy>> {
         type Key = (Sym, Option<Sym>, Sym, Category, Option<Sym>, Sym);
-        let mut groups: HashMap<Key, Vec<&Row>> = HashMap::default();
+        // Found through the groups met last ([`SlotMap`]): a month's rows take turns among a
+        // few resources hour after hour.
+        let mut groups: SlotMap<Key, Vec<&Row>> = SlotMap::default();
         for c in ctx.in_month() {
             let charged = matches!(c.kind, Kind::Usage) && c.billed_positive();
             if let (true, Some(r)) = (charged && c.charge_end > c.charge_start, c.resource_id) {
                 let item = ctx.window.item_sym(c);
                 let key = (c.platform, c.account, r, c.category, item, c.currency);
-                groups.entry(key).or_default().push(c);
+                groups.entry(key, Vec::new).push(c);
             }
         }
         let texts = |k: &Key| {
@@ -148,7 +150,7 @@ impl Check for DoubleCharge {
         // Rows of the same span are taken in the order of their lines, read for those rows
         // alone (where the window was read without them, at once for every group).
         let span = |c: &&Row| (c.charge_start, c.charge_end);
-        let mut groups = in_text_order(groups, texts);
+        let mut groups = in_text_order(groups.into_values(), texts);
         let mut tied: Vec<&Row> = Vec::new();
         for (_, rows) in &mut groups {
             rows.sort_by_key(span);
@@ -209,7 +211,7 @@ impl Check for CoverageGap {
     fn run(&self, ctx: &Context<'_>) -> Result<Vec<Discrepancy>> {
         let continuous =
             [Category::SystemDisk, Category::DataDisk, Category::PublicIp, Category::Snapshot];
-        let mut groups: HashMap<(Sym, Sym, Category), Vec<&Row>> = HashMap::default();
+        let mut groups: SlotMap<(Sym, Sym, Category), Vec<&Row>> = SlotMap::default();
         for c in ctx.in_month() {
             if let (true, Some(r)) = (
                 continuous.contains(&c.category)
@@ -217,12 +219,12 @@ impl Check for CoverageGap {
                     && c.charge_end > c.charge_start,
                 c.resource_id,
             ) {
-                groups.entry((c.platform, r, c.category)).or_default().push(c);
+                groups.entry((c.platform, r, c.category), Vec::new).push(c);
             }
         }
         let texts = |k: &(Sym, Sym, Category)| (ctx.text(k.0), ctx.text(k.1), k.2);
         let mut out = Vec::new();
-        for (_, rows) in in_text_order(groups, texts) {
+        for (_, rows) in in_text_order(groups.into_values(), texts) {
             let mut durations: Vec<Duration> =
                 rows.iter().map(|c| c.charge_end - c.charge_start).collect();
             durations.sort();
