@@ -237,7 +237,9 @@ impl<'a> Context<'a> {
 
     /// Where charge `c` was read, for a discrepancy's locations. Of a window read without
     /// the charges' files and lines it stands for the charge until every check has run,
-    /// and [`check_rows`] then reads those of every charge named at once.
+    /// and [`check_rows`] then reads those of every charge named at once: a check puts it
+    /// in [`Discrepancy::locations`] only (not in its text), and orders charges by their
+    /// lines through [`Context::lines_of`].
     pub fn line(&self, c: &Row) -> Line {
         if self.window.reads_lines_later() {
             return Line { file: String::new(), line: PENDING | u64::from(c.pos) };
