@@ -283,7 +283,7 @@ pub struct Window {
     /// charge once), so that a row's place stands for its charge.
     pub(crate) distinct_ids: bool,
     /// Where the files and lines of rows read without them are read when asked for
-    /// ([`Window::lines_of`]).
+    /// ([`Window::lines_of`]; a subset of the window has none).
     pub(crate) elsewhere: Option<Arc<dyn Elsewhere>>,
 }
 

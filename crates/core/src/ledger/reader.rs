@@ -12,6 +12,7 @@ use super::{LoadFilter, Manifest, PartFile, Store, columns, io, log, look_back, 
 use crate::charge::{Charge, ChargeId, YearMonth};
 use crate::error::{Error, ErrorKind, Result};
 use crate::ids::IdIndex;
+use crate::window::{Row, Side, Texts};
 
 impl Store {
     /// The committed batches; an empty manifest when the ledger does not exist yet.
@@ -286,9 +287,9 @@ impl Reading<'_> {
     }
 }
 
-/// What is handed a part file's rows (see [`Slots::take`]).
-type Append<'a> = dyn FnMut((usize, usize), Vec<crate::window::Row>, crate::window::Side, &crate::window::Texts)
-    + 'a;
+/// What is handed a part file's rows (see [`Slots::take`]): the read they are of and the
+/// place of the first among its rows, the rows, what was read beside them, their texts.
+type Append<'a> = dyn FnMut((usize, usize), Vec<Row>, Side, &Texts) + 'a;
 
 /// The rows of the reads of a [`look_back::Plan`], handed on in the order of its part files:
 /// a part file's rows as they are read, a look-back file's a part file's share at a time.
