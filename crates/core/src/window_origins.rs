@@ -15,31 +15,39 @@ pub(crate) trait Elsewhere: std::fmt::Debug + Send + Sync {
 
 impl Window {
     /// The file (empty for none) and line (0 for none) where each row at `places` (their
-    /// [`Row::pos`]) was read: as the window keeps it, or, for rows read without it, read
-    /// again from where the rows were, all at once.
+    /// [`Row::pos`]) was read ([`Window::lines_of`] of those rows; a place of no row has
+    /// none).
     pub(crate) fn lines_at(&self, places: &[u32]) -> crate::Result<Vec<(String, u64)>> {
-        let own = |place: u32| {
+        let row = |place: u32| {
             let row = self.rows.get(place as usize).filter(|r| r.pos == place);
-            let row = row.or_else(|| self.rows.iter().find(|r| r.pos == place));
-            row.map_or_else(Default::default, |r| {
-                let origin = self.origin(r);
-                (self.texts.opt(origin.file).unwrap_or("").to_owned(), origin.line)
-            })
+            // Not at its place only in a window reordered since it was read.
+            row.or_else(|| self.rows.iter().find(|r| r.pos == place))
         };
-        let Some(elsewhere) = &self.elsewhere else {
-            return Ok(places.iter().map(|&p| own(p)).collect());
-        };
-        let fetched = elsewhere.fetch(places)?;
-        Ok(places.iter().zip(fetched).map(|(&p, f)| f.unwrap_or_else(|| own(p))).collect())
+        let rows: Vec<Option<&Row>> = places.iter().map(|&p| row(p)).collect();
+        let found: Vec<&Row> = rows.iter().flatten().copied().collect();
+        let mut read = self.lines_of(&found)?.into_iter();
+        Ok(rows.iter().map(|r| r.and_then(|_| read.next()).unwrap_or_default()).collect())
     }
 
-    /// [`Window::lines_at`] of rows of this window.
+    /// The file (empty for none) and line (0 for none) where each of `rows`, rows of this
+    /// window, was read: as the window keeps it, or, for rows read without it, read again
+    /// from where the rows were, all at once.
     pub(crate) fn lines_of(&self, rows: &[&Row]) -> crate::Result<Vec<(String, u64)>> {
-        self.lines_at(&rows.iter().map(|r| r.pos).collect::<Vec<_>>())
+        let Some(elsewhere) = &self.elsewhere else {
+            return Ok(rows.iter().map(|r| self.line_of(r)).collect());
+        };
+        let fetched = elsewhere.fetch(&rows.iter().map(|r| r.pos).collect::<Vec<_>>())?;
+        Ok(rows.iter().zip(fetched).map(|(r, f)| f.unwrap_or_else(|| self.line_of(r))).collect())
+    }
+
+    /// The file (empty for none) and line (0 for none) the window keeps for `row`.
+    pub(crate) fn line_of(&self, row: &Row) -> (String, u64) {
+        let origin = self.origin(row);
+        (self.texts.opt(origin.file).unwrap_or("").to_owned(), origin.line)
     }
 
     /// Whether the files and lines of some rows are read only when asked for
-    /// ([`Window::lines_at`]).
+    /// ([`Window::lines_of`]).
     pub(crate) fn reads_lines_later(&self) -> bool {
         self.elsewhere.is_some()
     }

@@ -244,8 +244,8 @@ impl<'a> Context<'a> {
         if self.window.reads_lines_later() {
             return Line { file: String::new(), line: PENDING | u64::from(c.pos) };
         }
-        let origin = self.window.origin(c);
-        Line { file: self.opt(origin.file).unwrap_or("").to_owned(), line: origin.line }
+        let (file, line) = self.window.line_of(c);
+        Line { file, line }
     }
 
     /// The file (empty for none) and line (0 for none) where each of `rows` was read, read
