@@ -18,6 +18,8 @@ mod delivery;
 mod formats;
 #[cfg(feature = "store")]
 mod read_side;
+#[cfg(feature = "store")]
+mod read_side_cases;
 mod reconcile;
 #[cfg(feature = "store")]
 mod shared;

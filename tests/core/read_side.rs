@@ -11,10 +11,10 @@ use gpuaudit_core::ledger::{ImportOptions, LoadFilter, Store};
 use gpuaudit_core::report::{GroupKey, summarize};
 
 /// A small deterministic generator (the tests must not depend on a random seed).
-struct Lcg(u64);
+pub(super) struct Lcg(pub(super) u64);
 
 impl Lcg {
-    fn next(&mut self, n: u64) -> u64 {
+    pub(super) fn next(&mut self, n: u64) -> u64 {
         self.0 = self.0.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
         (self.0 >> 33) % n
     }
@@ -27,7 +27,7 @@ ServiceCategory,ServiceName";
 
 /// A FOCUS export of `rows` charges over April–June 2024: VMs, their disks, snapshots, IPs
 /// and egress (under the VM's id), in two accounts and two currencies, with credits.
-fn focus_bill(dir: &Path, name: &str, seed: u64, rows: usize) -> PathBuf {
+pub(super) fn focus_bill(dir: &Path, name: &str, seed: u64, rows: usize) -> PathBuf {
     let mut rng = Lcg(seed);
     let mut text = format!("{HEADER}\n");
     for _ in 0..rows {
@@ -101,7 +101,7 @@ fn every_key_list() -> Vec<Vec<GroupKey>> {
 }
 
 /// Every summary and the overview agree with the charges, for every month filter.
-fn assert_agrees(store: &Store, what: &str) {
+pub(super) fn assert_agrees(store: &Store, what: &str) {
     let months: Vec<Vec<YearMonth>> = vec![
         vec![],
         vec!["2024-04".parse().unwrap()],
@@ -206,8 +206,6 @@ fn a_batch_too_varied_for_a_rollup_is_summarised_from_its_charges() {
 #[test]
 fn waste_reconcile_and_cost_on_the_columnar_window_equal_them_on_the_loaded_charges() {
     use gpuaudit_core::config::Config;
-    use gpuaudit_core::reconcile::{self, ReconcileInput};
-    use gpuaudit_core::{cost, waste, window};
 
     let dir = tempfile::tempdir().unwrap();
     let store = ledger_of_examples(dir.path());
@@ -223,71 +221,89 @@ fn waste_reconcile_and_cost_on_the_columnar_window_equal_them_on_the_loaded_char
     let platforms = store.platforms_over(gpuaudit_core::import::profiles()).unwrap();
     let (mut findings, mut lines) = (0, 0);
     for month in ["2024-04", "2024-05", "2024-06"] {
-        let month: YearMonth = month.parse().unwrap();
-        let window = LoadFilter { months: waste::months_to_read(month, &config) };
-        let charges = store.load(&window).unwrap();
-        let want = waste::audit_in(waste::RULES, &charges, month, &config, &platforms).unwrap();
-        let got = store.audit(month, &config, waste::RULES, &platforms).unwrap();
-        assert_eq!(got, want, "waste {month}");
-        findings += got.len();
-        // Read without the evidence: the same findings, lines, ids and amounts; only where
-        // each line was read is left out.
-        let lean = store.audit_without_evidence(month, &config, waste::RULES, &platforms).unwrap();
-        assert_eq!(lean.len(), got.len(), "lean waste {month}");
-        for (lean, full) in lean.iter().zip(&got) {
-            // Every field but the lines, then the lines.
-            let mut same = lean.clone();
-            same.charges = full.charges.clone();
-            assert_eq!(&same, full, "lean waste {month}");
-            assert_eq!(lean.charges.len(), full.charges.len());
-            for (l, f) in lean.charges.iter().zip(full.charges.iter()) {
-                assert_eq!((l.file, l.line), ("", 0));
-                assert!(!f.file.is_empty() && f.line > 0, "{f:?}");
-                let (l, f) = (
-                    (l.id, l.item, l.billed_cost, l.wasted),
-                    (f.id, f.item, f.billed_cost, f.wasted),
-                );
-                assert_eq!(l, f);
-            }
-        }
-
-        let input = ReconcileInput { platforms: platforms.clone(), ..ReconcileInput::default() };
-        let around = LoadFilter { months: reconcile::months_to_read(month) };
-        let charges = store.load(&around).unwrap();
-        let want = reconcile::check_with(reconcile::CHECKS, &charges, month, &input).unwrap();
-        let got = store.reconcile(month, reconcile::CHECKS, input).unwrap();
-        // The store adds the footers of the files that billed the month; without footers in
-        // these bills, the discrepancies are the same.
-        assert_eq!(got, want, "reconcile {month}");
-
-        // The cost report, compared across platforms, reads a window with its amounts.
-        let options = cost::CostOptions { by: vec![cost::CostKey::Platform], compare: true };
-        let months = LoadFilter { months: cost::months_to_read(month, true) };
-        let mut rows = window::rows_of(&store.load(&months).unwrap());
-        window::link_rows(&mut rows.rows);
-        let want = cost::report_rows(&rows, month, &config, &platforms, &options).unwrap();
-        let got = store.cost(month, &config, &platforms, &options).unwrap();
-        assert_eq!(got, want, "cost {month}");
-        lines += got.lines.len();
-
-        // The review reads one window and hands each use the rows of its months (their
-        // amounts with them): what each use gives alone.
-        let review = store.review(month, &config, &platforms, &[]).unwrap();
-        let alone = store.audit(month, &config, waste::RULES, &platforms).unwrap();
-        assert_eq!(review.findings, alone, "review's waste {month}");
-        let input = ReconcileInput {
-            config: config.clone(),
-            platforms: platforms.clone(),
-            ..ReconcileInput::default()
-        };
-        let alone = store.reconcile(month, reconcile::CHECKS, input).unwrap();
-        assert_eq!(review.discrepancies, alone, "review's reconcile {month}");
-        let options = cost::CostOptions { by: Vec::new(), compare: false };
-        let alone = store.cost(month, &config, &platforms, &options).unwrap();
-        assert_eq!(review.cost, alone, "review's cost {month}");
+        let (codes, l) = assert_uses_agree(&store, &config, &platforms, month.parse().unwrap(), "");
+        findings += codes.iter().filter(|c| c.starts_with('W')).count();
+        lines += l;
     }
     assert!(findings > 0, "the ledger has waste to find");
     assert!(lines > 0, "the ledger has costs to report");
+}
+
+/// The store's waste (with and without evidence), reconciliation, cost report (compared
+/// across platforms) and review of `month` equal those of the library on the charges
+/// `Store::load` gives for the months each reads; `what` names the case in a failure. What
+/// it saw: the codes of the findings and discrepancies, and the number of cost lines.
+pub(super) fn assert_uses_agree(
+    store: &Store,
+    config: &gpuaudit_core::config::Config,
+    platforms: &gpuaudit_core::platforms::Platforms,
+    month: YearMonth,
+    what: &str,
+) -> (std::collections::BTreeSet<&'static str>, usize) {
+    use gpuaudit_core::reconcile::{self, ReconcileInput};
+    use gpuaudit_core::{cost, waste, window};
+
+    let window = LoadFilter { months: waste::months_to_read(month, config) };
+    let charges = store.load(&window).unwrap();
+    let want = waste::audit_in(waste::RULES, &charges, month, config, platforms).unwrap();
+    let got = store.audit(month, config, waste::RULES, platforms).unwrap();
+    assert_eq!(got, want, "waste {month} {what}");
+    let mut codes: std::collections::BTreeSet<_> = got.iter().map(|f| f.code).collect();
+    // Read without the evidence: the same findings, lines, ids and amounts; only where
+    // each line was read is left out.
+    let lean = store.audit_without_evidence(month, config, waste::RULES, platforms).unwrap();
+    assert_eq!(lean.len(), got.len(), "lean waste {month} {what}");
+    for (lean, full) in lean.iter().zip(&got) {
+        // Every field but the lines, then the lines.
+        let mut same = lean.clone();
+        same.charges = full.charges.clone();
+        assert_eq!(&same, full, "lean waste {month} {what}");
+        assert_eq!(lean.charges.len(), full.charges.len());
+        for (l, f) in lean.charges.iter().zip(full.charges.iter()) {
+            assert_eq!((l.file, l.line), ("", 0));
+            assert!(!f.file.is_empty() && f.line > 0, "{f:?}");
+            let (l, f) =
+                ((l.id, l.item, l.billed_cost, l.wasted), (f.id, f.item, f.billed_cost, f.wasted));
+            assert_eq!(l, f);
+        }
+    }
+
+    let input = ReconcileInput { platforms: platforms.clone(), ..ReconcileInput::default() };
+    let around = LoadFilter { months: reconcile::months_to_read(month) };
+    let charges = store.load(&around).unwrap();
+    let want = reconcile::check_with(reconcile::CHECKS, &charges, month, &input).unwrap();
+    let got = store.reconcile(month, reconcile::CHECKS, input).unwrap();
+    // The store adds the footers of the files that billed the month; without footers in
+    // these bills, the discrepancies are the same.
+    assert_eq!(got, want, "reconcile {month} {what}");
+    codes.extend(got.iter().map(|d| d.code));
+
+    // The cost report, compared across platforms, reads a window with its amounts.
+    let options = cost::CostOptions { by: vec![cost::CostKey::Platform], compare: true };
+    let months = LoadFilter { months: cost::months_to_read(month, true) };
+    let mut rows = window::rows_of(&store.load(&months).unwrap());
+    window::link_rows(&mut rows.rows);
+    let want = cost::report_rows(&rows, month, config, platforms, &options).unwrap();
+    let got = store.cost(month, config, platforms, &options).unwrap();
+    assert_eq!(got, want, "cost {month} {what}");
+    let lines = got.lines.len();
+
+    // The review reads one window and hands each use the rows of its months (their
+    // amounts with them): what each use gives alone.
+    let review = store.review(month, config, platforms, &[]).unwrap();
+    let alone = store.audit(month, config, waste::RULES, platforms).unwrap();
+    assert_eq!(review.findings, alone, "review's waste {month} {what}");
+    let input = ReconcileInput {
+        config: config.clone(),
+        platforms: platforms.clone(),
+        ..ReconcileInput::default()
+    };
+    let alone = store.reconcile(month, reconcile::CHECKS, input).unwrap();
+    assert_eq!(review.discrepancies, alone, "review's reconcile {month} {what}");
+    let options = cost::CostOptions { by: Vec::new(), compare: false };
+    let alone = store.cost(month, config, platforms, &options).unwrap();
+    assert_eq!(review.cost, alone, "review's cost {month} {what}");
+    (codes, lines)
 }
 
 /// Every file under `dir`.
