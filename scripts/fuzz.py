@@ -15,7 +15,9 @@ built-in profile and the profile-file fixtures): amounts and dates that are hard
 column twice, control characters, truncation, byte flips, endless lines, and for workbooks
 mutated zip members, far cell addresses and padded sheet XML; a quarter of the cases are
 then delivered as platforms deliver them (gzip'ed, or zipped beside another bill), the
-compressed bytes sometimes cut short or flipped. Two property cases check
+compressed bytes sometimes cut short or flipped. A ledger's derived file (a rollup or a
+look-back file) damaged or removed is named by the reads that need it and made again,
+exactly, by `ledger --repair`. Two property cases check
 figures, not just behaviour: a FOCUS export split into parts imports in any order to exactly
 the whole (count and exact sum), and amounts written with thousands separators read as the
 number they are while decimal commas are refused. After every accepted import, `cost
@@ -466,6 +468,44 @@ def part_property(binary, work, rng, failures):
             return
 
 
+def derived_property(binary, work, rng, failures):
+    """A ledger whose rollup or look-back file is damaged (`parquet_mutation`) or gone: each
+    read answers as before or exits 2 naming the file and `ledger --repair`; never a panic.
+    Then `ledger --repair` exits 0 and every read answers as before the damage, byte for
+    byte: the file is made again from the batch's part files."""
+    ledger = work / "derived-ledger"
+    shutil.rmtree(ledger, ignore_errors=True)
+    bills = sorted(str(p) for p in (ROOT / "examples/bills").glob("*.csv"))
+    if run(binary, ledger, ["import", *bills], work)[0] != 0:
+        failures.append("cannot import the examples for the derived property")
+        return
+    reads = (["summary", "--by", "month,platform,category", "--format", "csv"],
+             ["waste", "--month", "2024-05", "--format", "csv"],
+             ["reconcile", "--month", "2024-05", "--format", "csv"])
+    before = [run(binary, ledger, args, work)[1] for args in reads]
+    derived = sorted([*(ledger / "rollups").rglob("*.parquet"), *(ledger / "look-back").rglob("*.parquet")])
+    target = rng.choice(derived)
+    rel = str(target.relative_to(ledger))
+    if rng.random() < 0.2:
+        target.unlink()
+    else:
+        data = target.read_bytes()
+        for _ in range(rng.randint(1, 3)):
+            data = parquet_mutation(data, rng)
+        target.write_bytes(data)
+    for args in reads:
+        code, _, err = run(binary, ledger, args, work)
+        named = rel in err and "`gpuaudit ledger --repair`" in err
+        if code not in (0, 1, 2) or "panicked" in err or (code == 2 and not named):
+            failures.append(f"{args[0]} on a damaged {rel} exits {code}: {err[:300]}")
+            return
+    code, out, err = run(binary, ledger, ["ledger", "--repair"], work)
+    after = [run(binary, ledger, args, work)[1] for args in reads]
+    if code != 0 or after != before:
+        failures.append(f"ledger --repair of a damaged {rel} exits {code} ({out[-300:]}{err[:300]}); "
+                        f"the reads after {'equal' if after == before else 'differ from'} those before")
+
+
 def location_property(binary, work, rng, failures):
     """A --ledger of any scheme is opened or refused with exit 2 naming it: never a folder
     named after the scheme, never a panic."""
@@ -513,6 +553,7 @@ def main():
             export_property(binary, work, rng, pool, failures)
             commit_property(binary, work, rng, failures)
             part_property(binary, work, rng, failures)
+            derived_property(binary, work, rng, failures)
             location_property(binary, work, rng, failures)
         seed = rng.choice(pool)
         data = seed.read_bytes()

@@ -13,7 +13,9 @@ where it says so, a local folder too:
 - 8 importers started at once on 8 different bills (s3 and local): every row exactly once,
   no error, each importer told as many new rows as the bill has alone;
 - 4 importers of the same bill at once (s3 and local): its rows land once;
-- summary, waste and reconcile on the s3 ledger equal the local ledger's outputs;
+- summary, waste and reconcile on the s3 ledger equal the local ledger's outputs, and again
+  after its rollup and look-back files were damaged or removed and `ledger --repair` made
+  them again (the same bytes);
 - a writer killed at random moments (TRIALS times, from its start to past its end) leaves
   the ledger as before or after its batch, never half: gpuaudit's charge count, `ledger
   --verify`, and the symlink manifests (which never name a file no commit names);
@@ -223,6 +225,30 @@ def same_outputs(ga, s3, local):
     print("summary, waste, reconcile and cost on the s3 ledger equal the local ledger's")
 
 
+def repaired(ga, moto, work, s3, local):
+    """A rollup and look-back files of the s3 ledger damaged or gone (as a copy cut short
+    leaves them; the local cache cleared, so that the damage is what is read): the reads
+    that need them fail naming `ledger --repair`, which makes them again from the part
+    files, the same bytes; then every output equals the local ledger's again."""
+    rollups = moto.keys("examples/rollups/")
+    look_back = sorted(moto.keys("examples/look-back/"))
+    assert rollups and len(look_back) >= 2, (rollups, look_back)
+    good = {key: moto.s3.get_object(Bucket=BUCKET, Key=key)["Body"].read() for key in rollups + look_back}
+    moto.s3.put_object(Bucket=BUCKET, Key=rollups[0], Body=b"PAR1 not a parquet file PAR1")
+    moto.s3.put_object(Bucket=BUCKET, Key=look_back[0], Body=good[look_back[0]][:100])
+    moto.s3.delete_object(Bucket=BUCKET, Key=look_back[1])
+    shutil.rmtree(work / "cache", ignore_errors=True)
+    out = ga.run(s3, "summary", "--format", "csv", check=False)
+    assert out.returncode == 2 and "`gpuaudit ledger --repair`" in out.stderr, out.stderr
+    assert ga.run(s3, "ledger", "--verify", check=False).returncode == 1
+    out = ga.run(s3, "ledger", "--repair")
+    assert "rebuilt" in out.stdout and out.stdout.endswith("every file is as the manifest says\n"), out.stdout
+    for key, data in good.items():
+        assert moto.s3.get_object(Bucket=BUCKET, Key=key)["Body"].read() == data, f"{key} as imported"
+    same_outputs(ga, s3, local)
+    print("a damaged rollup and look-back files on the s3 ledger made again by `ledger --repair`")
+
+
 def variant(work, n):
     """The AutoDL example bill with its serial numbers made unique to trial n."""
     lines = EXAMPLES[2].read_text(encoding="utf-8").splitlines()
@@ -399,6 +425,7 @@ def main():
         for ledger in (s3, local):
             ga.run(ledger, "import", *map(str, EXAMPLES))
         same_outputs(ga, s3, local)
+        repaired(ga, moto, work, s3, local)
 
         mirrors = []
         copy = work / "mirror-examples"

@@ -4,7 +4,7 @@
 use std::io::Write;
 use std::process::{Command, Stdio};
 
-use super::{gpuaudit, snapshot, stderr, stdout, workdir};
+use super::{gpuaudit, root, snapshot, stderr, stdout, workdir};
 
 /// Imports the overlap fixture into the work folder's ledger; its files, byte for byte.
 fn seeded(dir: &std::path::Path) -> std::collections::BTreeMap<std::path::PathBuf, Vec<u8>> {
@@ -311,15 +311,22 @@ fn a_ledger_with_a_file_it_cannot_read_is_repaired_by_removing_its_batch() {
     let summary = gpuaudit(dir.path(), &["summary"]);
     assert_eq!(summary.status.code(), Some(2));
     let err = stderr(&summary);
-    assert!(
-        err.contains(&rollup) && err.contains(&format!("`gpuaudit ledger --remove {batch}`")),
-        "{err}"
-    );
+    // A rollup is made from the part files: the way out is to make it again.
+    assert!(err.contains(&rollup) && err.contains("`gpuaudit ledger --repair`"), "{err}");
     let verify = gpuaudit(dir.path(), &["ledger", "--verify"]);
     assert!(
         stdout(&verify).contains(&format!("{rollup}: cannot be read: ")),
         "{}",
         stdout(&verify)
+    );
+    // Not while a part file of its batch is damaged: it is made of them.
+    let repair = gpuaudit(dir.path(), &["ledger", "--repair"]);
+    assert_eq!(repair.status.code(), Some(1), "{}", stderr(&repair));
+    assert!(!stdout(&repair).contains("rebuilt"), "{}", stdout(&repair));
+    assert!(
+        stdout(&repair).ends_with(&format!("repair: gpuaudit ledger --remove {batch}\n")),
+        "{}",
+        stdout(&repair)
     );
     std::fs::write(ledger.join(&rollup), good_rollup).unwrap();
     let verify = gpuaudit(dir.path(), &["ledger", "--verify"]);
@@ -349,6 +356,66 @@ fn a_ledger_with_a_file_it_cannot_read_is_repaired_by_removing_its_batch() {
     // The bill imports again after the repair.
     let again = gpuaudit(dir.path(), &["import", "fixtures/autodl/valid/two_days.csv"]);
     assert!(stdout(&again).contains("7 new, 0 duplicates"), "{}", stdout(&again));
+}
+
+/// A rollup and look-back files damaged or missing (the part files sound): the commands that
+/// read them fail naming the file and `ledger --repair`, which makes them again from the part
+/// files; then every command answers as before, byte for byte.
+#[test]
+fn damaged_rollups_and_look_back_files_are_made_again_by_ledger_repair() {
+    let dir = workdir();
+    std::fs::copy(root().join("examples/gpuaudit.toml"), dir.path().join("gpuaudit.toml")).unwrap();
+    for bill in ["examples/bills/aliyun-2024-04.csv", "examples/bills/aliyun-2024-05.csv"] {
+        assert_eq!(gpuaudit(dir.path(), &["import", bill]).status.code(), Some(0));
+    }
+    let ledger = dir.path().join(".gpuaudit");
+    let manifest = gpuaudit_core::ledger::Store::open(&ledger).manifest().unwrap();
+    let batch = &manifest.batches[0];
+    let rollup = batch.rollup.clone().unwrap();
+    let look_back: Vec<String> = batch.look_back.iter().flat_map(|l| l.names()).cloned().collect();
+    assert!(look_back.len() >= 2, "{look_back:?}");
+    let commands: [&[&str]; 4] = [
+        &["summary", "--by", "month,instance", "--format", "csv"],
+        &["waste", "--month", "2024-05", "--format", "csv"],
+        &["reconcile", "--month", "2024-05", "--format", "csv"],
+        &["cost", "--month", "2024-05", "--compare", "--format", "csv"],
+    ];
+    let before: Vec<String> = commands.iter().map(|c| stdout(&gpuaudit(dir.path(), c))).collect();
+    let bytes: Vec<Vec<u8>> =
+        look_back.iter().chain([&rollup]).map(|f| std::fs::read(ledger.join(f)).unwrap()).collect();
+
+    std::fs::write(ledger.join(&rollup), b"PAR1 not a parquet file PAR1").unwrap();
+    std::fs::remove_file(ledger.join(&look_back[0])).unwrap();
+    let cut = &bytes[1][..bytes[1].len() / 2];
+    std::fs::write(ledger.join(&look_back[1]), cut).unwrap();
+    for (command, damaged) in [(commands[0], &rollup), (commands[1], &look_back[0])] {
+        let out = gpuaudit(dir.path(), command);
+        assert_eq!(out.status.code(), Some(2), "{command:?}");
+        let err = stderr(&out);
+        assert!(
+            err.contains(damaged.as_str()) && err.contains("`gpuaudit ledger --repair`"),
+            "{err}"
+        );
+    }
+    let verify = gpuaudit(dir.path(), &["ledger", "--verify"]);
+    assert_eq!(verify.status.code(), Some(1));
+    assert!(stdout(&verify).ends_with("repair: gpuaudit ledger --repair\n"), "{}", stdout(&verify));
+    assert!(!stdout(&verify).contains("--remove"), "{}", stdout(&verify));
+
+    let repair = gpuaudit(dir.path(), &["ledger", "--repair"]);
+    assert_eq!(repair.status.code(), Some(0), "{}{}", stdout(&repair), stderr(&repair));
+    let said = stdout(&repair);
+    assert!(said.starts_with(&format!("batch {}: rebuilt {rollup} ", batch.id)), "{said}");
+    assert!(said.ends_with("every file is as the manifest says\n"), "{said}");
+    for (file, bytes) in look_back.iter().chain([&rollup]).zip(&bytes) {
+        assert_eq!(&std::fs::read(ledger.join(file)).unwrap(), bytes, "{file} as imported");
+    }
+    let after: Vec<String> = commands.iter().map(|c| stdout(&gpuaudit(dir.path(), c))).collect();
+    assert_eq!(after, before);
+    // Summary, waste and cost have lines to compare (these bills reconcile).
+    for out in [&before[0], &before[1], &before[3]] {
+        assert!(out.lines().count() > 1, "{out}");
+    }
 }
 
 #[test]
@@ -387,7 +454,7 @@ fn bill_text_reaches_a_terminal_or_a_document_visibly_and_inert() {
 }
 
 #[test]
-fn a_damaged_look_back_file_is_refused_naming_its_batch_and_found_by_verify() {
+fn a_damaged_look_back_file_is_refused_naming_it_found_by_verify_and_made_again() {
     let dir = workdir();
     let ok = gpuaudit(
         dir.path(),
@@ -408,8 +475,8 @@ fn a_damaged_look_back_file_is_refused_naming_its_batch_and_found_by_verify() {
             let out = gpuaudit(dir.path(), &[command, "--month", "2024-05"]);
             assert_eq!(out.status.code(), Some(2), "{command}");
             let err = stderr(&out);
-            let way_out = format!("`gpuaudit ledger --remove {}`", batch.id);
-            assert!(err.contains(damaged.as_str()) && err.contains(&way_out), "{err}");
+            let way_out = "it is made from the batch's part files: `gpuaudit ledger --repair`";
+            assert!(err.contains(damaged.as_str()) && err.contains(way_out), "{err}");
         }
         // Auditing April reads April's part files, as does the cost report.
         let april_audit = gpuaudit(dir.path(), &["waste", "--month", "2024-04"]);
@@ -418,7 +485,10 @@ fn a_damaged_look_back_file_is_refused_naming_its_batch_and_found_by_verify() {
         assert_eq!(verify.status.code(), Some(1));
         let said = format!("{damaged}: cannot be read: ");
         assert!(stdout(&verify).contains(&said), "{}", stdout(&verify));
-        std::fs::write(ledger.join(damaged), good).unwrap();
+        // Made again from the part files, as the import made it.
+        let repair = gpuaudit(dir.path(), &["ledger", "--repair"]);
+        assert_eq!(repair.status.code(), Some(0), "{}", stdout(&repair));
+        assert_eq!(std::fs::read(ledger.join(damaged)).unwrap(), good, "{damaged}");
     }
     let after = gpuaudit(dir.path(), &["waste", "--month", "2024-05", "--format", "csv"]);
     assert_eq!(stdout(&after), stdout(&before));

@@ -370,3 +370,70 @@ fn a_part_file_holding_a_figure_no_import_writes_is_refused_naming_it() {
     let waste_after = store.audit(month, &config, waste::RULES, &platforms).unwrap();
     assert_eq!(waste_after, waste_before, "waste reads no quantity");
 }
+
+/// A batch's rollup and look-back files damaged, cut or missing: `Store::repair` writes them
+/// again from its part files, the same bytes, and every use answers as before. A batch whose
+/// part file is damaged is left as it is, named: its charges have no other copy.
+#[test]
+fn repair_makes_derived_files_again_from_the_part_files_and_never_a_part_file() {
+    use gpuaudit_core::config::Config;
+    use gpuaudit_core::ledger::is_derived_file;
+
+    let dir = tempfile::tempdir().unwrap();
+    let store = ledger_of_examples(dir.path());
+    let bill = focus_bill(dir.path(), "focus-7.csv", 7, 900);
+    store.import(&[bill], &ImportOptions::default()).unwrap();
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+    let config = Config::load(&root.join("examples/gpuaudit.toml"), true).unwrap();
+    let platforms = store.platforms_over(gpuaudit_core::import::profiles()).unwrap();
+    let june: YearMonth = "2024-06".parse().unwrap();
+    let keys = [GroupKey::Month, GroupKey::Platform, GroupKey::Category];
+    let uses = |store: &Store| {
+        let summary = store.summary(&LoadFilter::default(), &keys)?;
+        let waste = store.audit(june, &config, gpuaudit_core::waste::RULES, &platforms)?;
+        Ok::<_, gpuaudit_core::Error>((summary, waste))
+    };
+    let before = uses(&store).unwrap();
+    let manifest = store.manifest().unwrap();
+    let focus = &manifest.batches[1];
+    let rollup = focus.rollup.clone().unwrap();
+    let look_back: Vec<String> = focus.look_back.iter().flat_map(|l| l.names()).cloned().collect();
+    assert!(focus.look_back.len() >= 2, "April's and May's look-back files, read auditing June");
+    let bytes: Vec<Vec<u8>> = look_back
+        .iter()
+        .chain([&rollup])
+        .map(|f| std::fs::read(store.root().join(f)).unwrap())
+        .collect();
+
+    std::fs::write(store.root().join(&rollup), &bytes[look_back.len()][..40]).unwrap();
+    std::fs::remove_file(store.root().join(&look_back[0])).unwrap();
+    let last = look_back.len() - 1;
+    std::fs::write(store.root().join(&look_back[last]), b"PAR1 not a parquet file PAR1").unwrap();
+    let err = uses(&store).unwrap_err();
+    let gpuaudit_core::ErrorKind::Unreadable { path, batch, .. } = err.kind() else {
+        panic!("{err}")
+    };
+    assert!(is_derived_file(path) && batch == &focus.id, "{err}");
+    let problems = store.verify().unwrap().problems;
+    assert_eq!(problems.len(), 3, "{problems:?}");
+    assert!(problems.iter().all(|p| p.in_derived_file() && p.batch == focus.id), "{problems:?}");
+
+    let repaired = store.repair().unwrap();
+    assert_eq!(repaired.rebuilt.len(), 1);
+    assert_eq!(repaired.rebuilt[0].batch, focus.id);
+    assert_eq!(repaired.left.problems, vec![]);
+    for (file, bytes) in look_back.iter().chain([&rollup]).zip(&bytes) {
+        assert_eq!(&std::fs::read(store.root().join(file)).unwrap(), bytes, "{file}");
+    }
+    assert_eq!(uses(&store).unwrap(), before);
+
+    // A part file damaged: nothing to make it from.
+    let part = &manifest.batches[0].files[0].path;
+    std::fs::write(store.root().join(part), b"PAR1 not a parquet file PAR1").unwrap();
+    let err = store.rebuild_derived(&manifest.batches[0].id).unwrap_err();
+    let gpuaudit_core::ErrorKind::Unreadable { path, .. } = err.kind() else { panic!("{err}") };
+    assert!(path.ends_with(part) && !is_derived_file(path), "{err}");
+    let repaired = store.repair().unwrap();
+    assert_eq!(repaired.rebuilt, vec![]);
+    assert!(repaired.left.problems.iter().any(|p| &p.file == part && !p.in_derived_file()));
+}

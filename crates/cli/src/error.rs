@@ -40,6 +40,10 @@ impl CliError {
         Some(match e.kind() {
             ErrorKind::UnknownFormat { .. } => "\n  hint: name the format with --profile NAME, or write a profile file: `gpuaudit formats --show NAME` prints one to start from".to_owned(),
             ErrorKind::InvalidRows { .. } => " (use --skip-invalid to import the valid rows)".to_owned(),
+            // A rollup or look-back file is made from the batch's part files again.
+            ErrorKind::Unreadable { path, .. } if gpuaudit_core::ledger::is_derived_file(path) => {
+                ": it is made from the batch's part files: `gpuaudit ledger --repair` makes it again".to_owned()
+            }
             ErrorKind::Unreadable { batch, .. } => format!(
                 ": `gpuaudit ledger --remove {batch}` takes the batch out (import its bills again after), `gpuaudit ledger --verify` checks every file"
             ),

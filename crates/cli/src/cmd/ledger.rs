@@ -21,6 +21,11 @@ pub struct LedgerArgs {
     /// Write every partition's symlink manifest (Athena, Trino) from the newest commit.
     #[arg(long, conflicts_with = "remove")]
     manifests: bool,
+    /// Verify, rebuild from their part files the rollups and look-back files found damaged
+    /// or missing, write stale symlink manifests again, and verify again; exit 1 when
+    /// something is still wrong (a part file: `--remove` its batch).
+    #[arg(long, conflicts_with_all = ["remove", "verify", "manifests"])]
+    repair: bool,
 }
 
 /// Prints the batches, then charges and spend per month and platform; or removes a batch, or
@@ -29,6 +34,7 @@ pub fn run(store: &Store, args: LedgerArgs) -> Result<ExitCode, CliError> {
     match (&args.remove, args.verify) {
         (Some(batch), _) => remove(store, batch),
         (None, true) => verify(store),
+        (None, false) if args.repair => repair(store),
         (None, false) if args.manifests => {
             let written = store.write_manifests()?;
             emit(&format!("wrote the symlink manifests of {written} partitions\n"))?;
@@ -51,9 +57,34 @@ fn remove(store: &Store, batch: &str) -> Result<ExitCode, CliError> {
     Ok(ExitCode::SUCCESS)
 }
 
+/// Rebuilds the derived files found wrong, then reports as `verify` does.
+fn repair(store: &Store) -> Result<ExitCode, CliError> {
+    let repaired = store.repair()?;
+    let mut out = String::new();
+    for rebuilt in &repaired.rebuilt {
+        out.push_str(&format!(
+            "batch {}: rebuilt {} from its part files\n",
+            rebuilt.batch,
+            rebuilt.files.join(" ")
+        ));
+    }
+    if repaired.manifests > 0 {
+        out.push_str(&format!(
+            "wrote the symlink manifests of {} partitions\n",
+            repaired.manifests
+        ));
+    }
+    emit(&out)?;
+    report(store, &repaired.left)
+}
+
 /// Checks every file against the manifest: exit 1 and the repair when one is wrong.
 fn verify(store: &Store) -> Result<ExitCode, CliError> {
-    let v = store.verify()?;
+    report(store, &store.verify()?)
+}
+
+/// What `verify` found: exit 1 and the repair when something is wrong.
+fn report(store: &Store, v: &gpuaudit_core::ledger::Verified) -> Result<ExitCode, CliError> {
     let mut out = format!(
         "ledger {}: {} batches, {} files, {} charges: ",
         store.root().display(),
@@ -75,10 +106,21 @@ fn verify(store: &Store) -> Result<ExitCode, CliError> {
     for p in &v.problems {
         out.push_str(&format!("{}: {} (batch {})\n", p.file, p.message, p.batch));
     }
+    // A batch with only its rollup or look-back files wrong is rebuilt; one with a part
+    // file wrong must be taken out (its charges have no other copy).
     let batches: std::collections::BTreeSet<&str> =
         v.problems.iter().map(|p| p.batch.as_str()).collect();
+    let mut rebuild = false;
     for batch in batches {
-        out.push_str(&format!("repair: gpuaudit ledger --remove {batch}\n"));
+        let mine = v.problems.iter().filter(|p| p.batch == batch);
+        if mine.clone().all(gpuaudit_core::ledger::Problem::in_derived_file) {
+            rebuild = true;
+        } else {
+            out.push_str(&format!("repair: gpuaudit ledger --remove {batch}\n"));
+        }
+    }
+    if rebuild {
+        out.push_str("repair: gpuaudit ledger --repair\n");
     }
     if !v.stale_manifests.is_empty() {
         out.push_str("repair: gpuaudit ledger --manifests\n");

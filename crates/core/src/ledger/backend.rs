@@ -117,6 +117,17 @@ impl Backend {
         }
     }
 
+    /// [`Backend::put`] of a derived file rebuilt from the part files: an object store's
+    /// cached copy of the old one is dropped, so that this process reads the new one.
+    pub(crate) fn replace(&self, name: &str, bytes: &[u8]) -> Result<()> {
+        self.put(name, bytes)?;
+        #[cfg(feature = "cloud")]
+        if let Backend::Remote(remote) = self {
+            remote.uncache(name);
+        }
+        Ok(())
+    }
+
     /// Removes `name`; a missing file is no error.
     pub(crate) fn delete(&self, name: &str) -> Result<()> {
         match self {

@@ -80,6 +80,7 @@ mod origins;
 mod part;
 mod query;
 mod reader;
+mod rebuild;
 #[cfg(feature = "cloud")]
 mod remote;
 mod repair;
@@ -102,6 +103,7 @@ use commit::Committed;
 pub use export::ExportFormat;
 pub use manifest::{Batch, LookBack, LookBackFile, Manifest, PartFile, SourceFile, Spend};
 pub use query::Overview;
+pub use rebuild::{Rebuilt, Repaired, is_derived_file};
 pub use repair::{Problem, Verified};
 pub use schema::COLUMNS;
 pub use sql::Dialect;

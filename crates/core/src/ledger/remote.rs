@@ -190,6 +190,11 @@ impl Remote {
         Ok(cached)
     }
 
+    /// Forgets the cached copy of `name` (a derived file replaced: `Backend::replace`).
+    pub(crate) fn uncache(&self, name: &str) {
+        let _ = std::fs::remove_file(self.cache.join(name));
+    }
+
     pub(crate) fn stage(&self, name: &str) -> PathBuf {
         self.cache.join(".staging").join(name)
     }
