@@ -20,6 +20,9 @@
 //!   old one at once (`Backend::replace`: renamed over locally, put whole on an object
 //!   store): a reader at that moment reads the old file or the new one, never half.
 //! - A batch's sound derived files are written again too, with what they held.
+//! - The part files are read one at a time, as `verify` reads them: memory holds one part
+//!   file's charges and the rollup, never the batch. A batch removed meanwhile leaves the
+//!   files written unnamed by any commit: the sweep removes them as any other such file.
 
 use super::backend::{Backend, make_parent};
 use super::columns::{self, FrameBuilder};
