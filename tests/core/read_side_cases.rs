@@ -3,7 +3,9 @@
 //! order, read with random thresholds, then with a batch removed. For every month it holds,
 //! the store's summaries, waste (with and without evidence), reconciliation, cost report and
 //! review equal those of the library on the charges `Store::load` gives (the in-memory
-//! implementation, kept as the oracle).
+//! implementation, kept as the oracle). Last, one of its derived files (a rollup or a
+//! look-back file) is cut short or removed, and `Store::repair` must make it again, byte for
+//! byte.
 //!
 //! The bills are AutoDL's transaction logs (one account's balance chain, broken now and
 //! then; instances that stop and start, billed by the hour and at shutdown; data disks billed
@@ -188,6 +190,34 @@ fn bills(rng: &mut Lcg, dir: &Path, case: u64) -> Vec<PathBuf> {
     files
 }
 
+/// One of the ledger's derived files (a rollup or look-back file) cut short or removed:
+/// `Store::repair` makes it again from the part files, the same bytes, and the summaries
+/// agree again. Whether there was one to damage.
+fn damage_and_repair(store: &Store, rng: &mut Lcg, what: &str) -> usize {
+    let batches = store.manifest().unwrap().batches;
+    let derived: Vec<String> = batches
+        .iter()
+        .flat_map(|b| b.rollup.iter().chain(b.look_back.iter().flat_map(|l| l.names())))
+        .cloned()
+        .collect();
+    if derived.is_empty() {
+        return 0;
+    }
+    let file = store.root().join(&derived[rng.next(derived.len() as u64) as usize]);
+    let bytes = std::fs::read(&file).unwrap();
+    if rng.next(2) == 0 {
+        std::fs::remove_file(&file).unwrap();
+    } else {
+        std::fs::write(&file, &bytes[..bytes.len() / 2]).unwrap();
+    }
+    let repaired = store.repair().unwrap();
+    assert_eq!(repaired.rebuilt.len(), 1, "{what}: {file:?}");
+    assert_eq!(repaired.left.problems, vec![], "{what}: {file:?}");
+    assert_eq!(std::fs::read(&file).unwrap(), bytes, "{what}: {file:?} as imported");
+    assert_agrees(store, &format!("{what}, {file:?} repaired"));
+    1
+}
+
 /// Every month the ledger holds, and the one after its last.
 fn months_of(store: &Store) -> Vec<YearMonth> {
     let manifest = store.manifest().unwrap();
@@ -203,7 +233,7 @@ fn months_of(store: &Store) -> Vec<YearMonth> {
 fn every_use_of_generated_ledgers_equals_the_in_memory_oracle() {
     let cases: u64 = std::env::var("GPUAUDIT_READ_SIDE_CASES").map_or(8, |n| n.parse().unwrap());
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
-    let (mut seen, mut lines, mut removed) = (BTreeSet::new(), 0, 0);
+    let (mut seen, mut lines, mut removed, mut repaired) = (BTreeSet::new(), 0, 0, 0);
     for case in 1..=cases {
         let mut rng = Lcg(case.wrapping_mul(0x9e37_79b9_7f4a_7c15));
         let dir = tempfile::tempdir().unwrap();
@@ -246,6 +276,7 @@ fn every_use_of_generated_ledgers_equals_the_in_memory_oracle() {
                 seen.extend(assert_uses_agree(&store, &config, &platforms, month, &what).0);
             }
         }
+        repaired += damage_and_repair(&store, &mut rng, &what);
     }
     // The cases reached what they are for: findings of most rules, broken chains, gaps and
     // charges billed twice (discrepancies naming lines read after the checks), cost lines,
@@ -254,4 +285,5 @@ fn every_use_of_generated_ledgers_equals_the_in_memory_oracle() {
         assert!(seen.contains(code), "no case found {code}: {seen:?}");
     }
     assert!(lines > 0 && (cases < 4 || removed > 0), "{lines} cost lines, {removed} removals");
+    assert!(cases < 4 || repaired > 0, "no case had a derived file to repair");
 }
