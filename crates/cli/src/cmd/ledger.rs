@@ -108,18 +108,13 @@ fn report(store: &Store, v: &gpuaudit_core::ledger::Verified) -> Result<ExitCode
     }
     // A batch with only its rollup or look-back files wrong is rebuilt; one with a part
     // file wrong must be taken out (its charges have no other copy).
+    let rebuildable = v.rebuildable();
     let batches: std::collections::BTreeSet<&str> =
         v.problems.iter().map(|p| p.batch.as_str()).collect();
-    let mut rebuild = false;
-    for batch in batches {
-        let mine = v.problems.iter().filter(|p| p.batch == batch);
-        if mine.clone().all(gpuaudit_core::ledger::Problem::in_derived_file) {
-            rebuild = true;
-        } else {
-            out.push_str(&format!("repair: gpuaudit ledger --remove {batch}\n"));
-        }
+    for batch in batches.into_iter().filter(|b| !rebuildable.contains(b)) {
+        out.push_str(&format!("repair: gpuaudit ledger --remove {batch}\n"));
     }
-    if rebuild {
+    if !rebuildable.is_empty() {
         out.push_str("repair: gpuaudit ledger --repair\n");
     }
     if !v.stale_manifests.is_empty() {

@@ -58,9 +58,7 @@ impl Store {
     /// module docs); what it wrote.
     pub fn rebuild_derived(&self, id: &str) -> Result<Rebuilt> {
         let state = log::read(&self.backend)?;
-        let Some(batch) = state.manifest.batches.iter().find(|b| b.id == id) else {
-            return Err(Error::ledger(self.backend.shown(log::COMMITS), format!("no batch {id}")));
-        };
+        let batch = self.batch_of(&state.manifest, id)?;
         let scratch = self.backend.scratch(&format!("rebuild-{id}-{}", std::process::id()));
         let aside = Backend::Local(scratch.clone());
         let written = rebuild_aside(&self.backend, &aside, batch);
@@ -81,22 +79,9 @@ impl Store {
     /// is stale, and verifies again (see the module docs).
     pub fn repair(&self) -> Result<Repaired> {
         let found = self.verify()?;
-        let mut batches: Vec<&str> = Vec::new();
-        for p in &found.problems {
-            if !batches.contains(&p.batch.as_str()) {
-                batches.push(&p.batch);
-            }
-        }
         let mut out = Repaired::default();
-        for batch in batches {
-            let only_derived = found
-                .problems
-                .iter()
-                .filter(|p| p.batch == batch)
-                .all(super::Problem::in_derived_file);
-            if only_derived {
-                out.rebuilt.push(self.rebuild_derived(batch)?);
-            }
+        for batch in found.rebuildable() {
+            out.rebuilt.push(self.rebuild_derived(batch)?);
         }
         if !found.stale_manifests.is_empty() {
             out.manifests = self.write_manifests()?;
@@ -118,7 +103,25 @@ impl super::Problem {
     /// Whether it is in a derived file (a rollup or look-back file), which
     /// [`Store::rebuild_derived`] writes again.
     pub fn in_derived_file(&self) -> bool {
-        [ROLLUPS, LOOK_BACK].iter().any(|top| self.file.starts_with(&format!("{top}/")))
+        is_derived_file(std::path::Path::new(&self.file))
+    }
+}
+
+impl Verified {
+    /// The batches with problems, all of them in derived files: those [`Store::repair`]
+    /// rebuilds (a batch with a part file wrong has no other copy of its charges), in the
+    /// order of their first problem.
+    pub fn rebuildable(&self) -> Vec<&str> {
+        let mut batches: Vec<&str> = Vec::new();
+        for p in &self.problems {
+            if !batches.contains(&p.batch.as_str()) {
+                batches.push(&p.batch);
+            }
+        }
+        batches.retain(|b| {
+            self.problems.iter().filter(|p| p.batch == *b).all(super::Problem::in_derived_file)
+        });
+        batches
     }
 }
 

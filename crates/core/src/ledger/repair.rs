@@ -53,15 +53,7 @@ impl Store {
     pub fn remove_batch(&self, id: &str) -> Result<Batch> {
         for _ in 0..super::ATTEMPTS {
             let mut state = log::read(&self.backend)?;
-            let Some(removed) = state.manifest.batches.iter().find(|b| b.id == id).cloned() else {
-                let known: Vec<&str> =
-                    state.manifest.batches.iter().map(|b| b.id.as_str()).collect();
-                let known = if known.is_empty() { "none".to_owned() } else { known.join(", ") };
-                return Err(Error::ledger(
-                    self.root(),
-                    format!("no batch {id:?}; batches: {known}"),
-                ));
-            };
+            let removed = self.batch_of(&state.manifest, id)?.clone();
             let upgraded = state.legacy;
             if upgraded {
                 log::checkpoint(&self.backend, 0, &state.manifest)?;
@@ -82,6 +74,19 @@ impl Store {
             return Ok(removed);
         }
         Err(Error::ledger(self.root(), "gave up: other writers kept committing"))
+    }
+
+    /// Batch `id` of `manifest`, or an error naming the batches there are.
+    pub(super) fn batch_of<'m>(
+        &self,
+        manifest: &'m super::Manifest,
+        id: &str,
+    ) -> Result<&'m Batch> {
+        manifest.batches.iter().find(|b| b.id == id).ok_or_else(|| {
+            let known: Vec<&str> = manifest.batches.iter().map(|b| b.id.as_str()).collect();
+            let known = if known.is_empty() { "none".to_owned() } else { known.join(", ") };
+            Error::ledger(self.root(), format!("no batch {id:?}; batches: {known}"))
+        })
     }
 
     /// Checks every file the manifest names (see the module docs).
