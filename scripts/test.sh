@@ -189,6 +189,10 @@ cargo run -q -p gpuaudit-core --no-default-features --example embed -- \
 diff -u tests/embed.expected "$CARGO_TARGET_DIR/embed.out"
 echo "embed example: output as expected"
 
+# The real exports' totals (fixtures/real/), computed without gpuaudit, are the ones the tests
+# compare with.
+"$PY3" fixtures/real/totals.py --check
+
 if [ -n "$RUN_DUCKDB" ]; then
     "$DUCKDB_VENV/bin/python" tests/duckdb_check.py "$CARGO_TARGET_DIR/debug/gpuaudit"
 fi

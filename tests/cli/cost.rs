@@ -8,7 +8,7 @@ use std::collections::BTreeMap;
 use super::{gpuaudit, stderr, stdout, workdir};
 
 /// The CSV rows of `out` as maps from header to cell.
-fn rows(out: &str) -> Vec<BTreeMap<String, String>> {
+pub(super) fn rows(out: &str) -> Vec<BTreeMap<String, String>> {
     let mut r = csv::Reader::from_reader(out.as_bytes());
     let header = r.headers().unwrap().clone();
     r.records()
@@ -19,7 +19,10 @@ fn rows(out: &str) -> Vec<BTreeMap<String, String>> {
 }
 
 /// Sum of `column` per currency.
-fn per_currency(rows: &[BTreeMap<String, String>], column: &str) -> BTreeMap<String, Decimal> {
+pub(super) fn per_currency(
+    rows: &[BTreeMap<String, String>],
+    column: &str,
+) -> BTreeMap<String, Decimal> {
     let mut totals = BTreeMap::new();
     for row in rows {
         let value: Decimal = row[column].parse().unwrap();

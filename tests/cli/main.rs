@@ -6,6 +6,7 @@ mod cost;
 mod delivery;
 mod engines;
 mod export;
+mod real;
 mod report;
 mod shell;
 mod snapshots;
@@ -17,7 +18,7 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
-fn root() -> PathBuf {
+pub(crate) fn root() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../..").canonicalize().unwrap()
 }
 
@@ -198,7 +199,7 @@ fn bad_input_exits_2_with_its_location_and_leaves_the_ledger_untouched() {
         ),
         (
             "fixtures/unknown/invalid/unknown_header.csv",
-            "error: fixtures/unknown/invalid/unknown_header.csv:1: column 交易时间: not found in the header: no known bill format matches this file\n  header found: date, amount, description\n  closest: autodl (missing: 交易时间, 交易金额, 备注)\n  closest: aliyun (missing: 账期, 实例ID, 应付金额)\n  hint: name the format with --profile NAME, or write a profile file: `gpuaudit formats --show NAME` prints one to start from\n",
+            "error: fixtures/unknown/invalid/unknown_header.csv:1: column CostInBillingCurrency: not found in the header: no known bill format matches this file\n  header found: date, amount, description\n  closest: azure (missing: CostInBillingCurrency, MeterCategory, BillingCurrencyCode)\n  closest: autodl (missing: 交易时间, 交易金额, 备注)\n  hint: name the format with --profile NAME, or write a profile file: `gpuaudit formats --show NAME` prints one to start from\n",
         ),
         (
             "fixtures/unknown/invalid/empty.csv",

@@ -202,7 +202,7 @@ fn bad_input_is_reported_at_its_line_and_column() {
         ),
         (
             "unknown/invalid/unknown_header.csv",
-            "unknown_header.csv:1: column 交易时间: not found in the header",
+            "unknown_header.csv:1: column CostInBillingCurrency: not found in the header",
         ),
         ("unknown/invalid/empty.csv", "empty.csv: the file is empty"),
         (
@@ -228,6 +228,8 @@ fn every_fixture_is_read_by_a_test() {
             }
         }
     }
+    // The real exports are listed, and read, through the totals computed for them.
+    sources.push_str(&std::fs::read_to_string(root.join("real/totals.csv")).unwrap());
     let mut stack = vec![root.clone()];
     let mut unused = Vec::new();
     while let Some(dir) = stack.pop() {

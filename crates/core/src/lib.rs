@@ -52,9 +52,10 @@ pub use error::{
     Error, ErrorKind, Location, MAX_LISTED_ROW_ERRORS, NearMiss, Result, RowError, RowProblem,
     catching_panic,
 };
-pub use import::{Bill, FileReport, parse_bill, read_bill};
+pub use import::{Bill, FileReport, Rounding, parse_bill, read_bill};
 pub use parse::{
-    DecimalSeparator, MAX_AMOUNT, NumberFormat, parse_amount, parse_amount_with, parse_time,
+    DateOrder, DecimalSeparator, MAX_AMOUNT, NumberFormat, ReadAmount, parse_amount,
+    parse_amount_with, parse_time, parse_time_in, read_amount,
 };
 
 /// Numbers for generated test inputs: xorshift64 from `seed` (not zero), the same sequence on

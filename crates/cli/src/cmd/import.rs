@@ -59,13 +59,14 @@ pub fn run(
     let mut out = String::new();
     for f in &outcome.files {
         out.push_str(&format!(
-            "{}: profile {}, {} rows read, {} new, {} duplicates, {} rejected\n",
+            "{}: profile {}, {} rows read, {} new, {} duplicates, {} rejected{}\n",
             f.report.path,
             f.report.profile,
             f.report.rows_read,
             f.new,
             f.duplicates,
-            f.report.rejected
+            f.report.rejected,
+            rounding(&f.report.rounded)
         ));
     }
     let new: u64 = outcome.files.iter().map(|f| f.new).sum();
@@ -173,4 +174,21 @@ fn resolve(profiles: &[&'static Profile], name: &str) -> Result<&'static Profile
         };
         gpuaudit_core::Error::from(unknown).into()
     })
+}
+
+/// What the summary line of a file says of its amounts rounded to the ledger's 12 decimals:
+/// how many, and what that took off the file's billed cost in each currency (the bill's total
+/// is the ledger's plus that).
+fn rounding(rounded: &std::collections::BTreeMap<String, gpuaudit_core::Rounding>) -> String {
+    let amounts: u64 = rounded.values().map(|r| r.amounts).sum();
+    if amounts == 0 {
+        return String::new();
+    }
+    let off: Vec<String> =
+        rounded.iter().map(|(currency, r)| format!("{:+} {currency}", r.billed_off)).collect();
+    let noun = if amounts == 1 { "amount" } else { "amounts" };
+    format!(
+        ", {amounts} {noun} rounded to 12 decimals (the bill's billed cost minus the ledger's: {})",
+        off.join(", ")
+    )
 }

@@ -1,6 +1,6 @@
 //! Finding the header among the first rows and choosing the profile: the (profile, row) pair
 //! with the most matching columns among those that have every required column; a header
-//! with a column the profile reads twice is refused.
+//! in which a column the profile reads appears twice is refused.
 
 use std::path::Path;
 
@@ -22,39 +22,77 @@ pub struct Header {
     pub(crate) map: Vec<Option<usize>>,
 }
 
-/// For each of `columns`, the index of the first header name equal to one of its aliases.
-pub(crate) fn map_columns(columns: &[Column], names: &[String]) -> Vec<Option<usize>> {
-    columns
-        .iter()
-        .map(|c| {
-            c.aliases.iter().find_map(|a| names.iter().position(|n| n.eq_ignore_ascii_case(a)))
-        })
+/// Whether header cell `name` is the column called `alias`: equal but for ASCII case, or a
+/// localised header that gives the English name in parentheses at its end (Azure's portal
+/// exports: `Abonnement-GUID (SubscriptionGuid)`).
+pub(crate) fn names_column(name: &str, alias: &str) -> bool {
+    name.eq_ignore_ascii_case(alias)
+        || english_name(name).is_some_and(|e| e.eq_ignore_ascii_case(alias))
+}
+
+/// The English name a localised header gives in parentheses at its end, if it does.
+fn english_name(name: &str) -> Option<&str> {
+    let inner = name.strip_suffix(')')?;
+    let open = inner.rfind('(')?;
+    let english = inner[open + 1..].trim();
+    (open > 0 && !english.is_empty()).then_some(english)
+}
+
+/// A header name reduced to what tells columns apart: its English name where it gives one,
+/// letters and digits only, ASCII lower-cased (`lineItem/UnblendedCost`,
+/// `line_item_unblended_cost` and `LINEITEM UNBLENDEDCOST` are one column spelled three ways;
+/// `账号ID` and `实例ID` are two).
+fn spelling(name: &str) -> String {
+    english_name(name)
+        .unwrap_or(name)
+        .chars()
+        .filter(|c| c.is_alphanumeric())
+        .map(|c| c.to_ascii_lowercase())
         .collect()
 }
 
-/// Refuses a header that holds a column the profile reads twice (under one name or two of
-/// its aliases): the copies may disagree, and reading one of them would be a silent choice.
+/// For each of `columns`, the header index of its first alias present: a profile lists a
+/// column's aliases in order of preference (different columns that can stand for one field,
+/// such as FOCUS's `SubAccountId` and `BillingAccountId`, or spellings of one column).
+pub(crate) fn map_columns(columns: &[Column], names: &[String]) -> Vec<Option<usize>> {
+    columns
+        .iter()
+        .map(|c| c.aliases.iter().find_map(|a| names.iter().position(|n| names_column(n, a))))
+        .collect()
+}
+
+/// Refuses a header in which a column the profile reads truly appears twice: the same name,
+/// or two spellings of one column (see [`spelling`]); the copies may disagree, and reading one
+/// of them would be a silent choice. Two different columns that a profile offers as
+/// alternatives for one field are not a repetition: the first present wins
+/// ([`map_columns`]).
 pub(crate) fn refuse_repeated_columns(
     path: &Path,
     line: u64,
     columns: &[Column],
     names: &[String],
 ) -> Result<()> {
-    for c in columns {
-        let found: Vec<usize> = names
-            .iter()
-            .enumerate()
-            .filter(|(_, n)| c.aliases.iter().any(|a| n.eq_ignore_ascii_case(a)))
-            .map(|(i, _)| i)
-            .collect();
-        if let [first, second, ..] = found[..] {
+    for first in map_columns(columns, names).into_iter().flatten() {
+        let read = spelling(&names[first]);
+        if read.is_empty() {
+            continue;
+        }
+        if let Some(second) =
+            names.iter().enumerate().position(|(i, n)| i != first && spelling(n) == read)
+        {
+            let (a, b) = (first.min(second), first.max(second));
+            let spelled = if names[a] == names[b] {
+                String::new()
+            } else {
+                format!(": {:?} and {:?}", names[a], names[b])
+            };
             return Err(ErrorKind::Malformed {
                 location: Location::line(path, line),
                 message: format!(
-                    "column {} appears twice (columns {} and {})",
+                    "column {} appears twice (columns {} and {}{spelled})",
                     names[first],
-                    first + 1,
-                    second + 1
+                    a + 1,
+                    b + 1
                 ),
             }
             .into());

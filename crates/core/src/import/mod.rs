@@ -54,7 +54,7 @@ pub use input::STDIN;
 pub use profile::{profile_by_name, profiles};
 pub use row::{Column, Next, Row};
 pub use source::{BillSource, ControlTotal};
-pub use spec::{Parsed, Profile};
+pub use spec::{Parsed, Profile, Rounded};
 pub use spreadsheet::MAX_SPREADSHEET_BYTES;
 
 use std::sync::Arc;
@@ -113,6 +113,16 @@ pub trait Sink {
     }
 }
 
+/// A file's amounts in one currency that were rounded to the ledger's 12 decimals.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Rounding {
+    /// How many amounts (money and quantities) were rounded.
+    pub amounts: u64,
+    /// The bill's billed costs minus the ledger's, summed (exact to the 28th decimal of each
+    /// amount; each at most half a unit of the 12th decimal).
+    pub billed_off: Decimal,
+}
+
 /// What reading one file found.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct FileReport {
@@ -136,6 +146,10 @@ pub struct FileReport {
     pub totals: BTreeMap<String, Decimal>,
     /// Billing months of the file's charges.
     pub months: BTreeSet<YearMonth>,
+    /// Per currency, the file's amounts that had more decimals than the ledger keeps (12),
+    /// rounded half to even, and what that took off its billed costs: the bill's total is
+    /// [`FileReport::totals`] plus that difference.
+    pub rounded: BTreeMap<String, Rounding>,
     /// SHA-256 of the file, hex.
     pub sha256: String,
     /// Size in bytes.

@@ -27,6 +27,7 @@ struct RowFacts {
     spend: bool,
     billed_cost: Decimal,
     currency: u32,
+    rounded: super::spec::Rounded,
 }
 
 /// [`super::read_bill_among`], in the import window `window`.
@@ -96,6 +97,7 @@ pub(crate) fn deliver_bill<S: Sink>(
         control_totals: source.control_totals().to_vec(),
         totals: tally.totals,
         months: tally.months,
+        rounded: tally.rounded,
         sha256,
         size,
     })
@@ -293,6 +295,7 @@ impl<'s, S: Sink> Outcomes<'s, S> {
             spend: c.is_spend(),
             billed_cost: c.billed_cost,
             currency: currency as u32,
+            rounded: parsed.rounded,
         };
         let seed = seed(parsed);
         S::push(&mut self.batch, c);
@@ -313,6 +316,7 @@ struct Tally {
     rejected: u64,
     totals: BTreeMap<String, Decimal>,
     months: BTreeSet<YearMonth>,
+    rounded: BTreeMap<String, super::Rounding>,
     /// The file's ids, for a sink that keeps none.
     own_ids: IdIndex,
 }
@@ -371,6 +375,13 @@ impl Tally {
                     }
                     let facts = Facts { platform, billing_period: row.billing_period };
                     let new = self.charge(seed, facts, sink)?;
+                    if row.rounded.amounts > 0 {
+                        let currency = slot.currencies.get(currency).map_or("", |g| g.1.as_str());
+                        let r = self.rounded.entry(currency.to_owned()).or_default();
+                        r.amounts += u64::from(row.rounded.amounts);
+                        r.billed_off =
+                            money::add(r.billed_off, row.rounded.billed_off, "a file's rounding")?;
+                    }
                     if row.spend {
                         spend.add(currency, row.category, new, row.billed_cost)?;
                     }
@@ -416,6 +427,7 @@ fn consume<S: Sink>(
         rejected: 0,
         totals: BTreeMap::new(),
         months: BTreeSet::new(),
+        rounded: BTreeMap::new(),
         own_ids: IdIndex::in_memory(),
     };
     let mut next = 0u64;

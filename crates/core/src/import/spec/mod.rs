@@ -33,8 +33,8 @@ mod schema;
 pub use crate::charge::UnitPriceOf;
 pub use compile::Profile;
 use compile::*;
-pub use parser::Parsed;
 pub(crate) use parser::Parser;
+pub use parser::{Parsed, Rounded};
 pub use registry::{builtin, load_dir, with_extra};
 pub use schema::{
     ClassRule, Classifier, ColumnSpec, Direction, Extract, GpuModel, OneOrMany, PeriodSpec,

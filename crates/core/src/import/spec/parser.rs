@@ -13,7 +13,7 @@ use crate::charge::Charge;
 use crate::charge::{Category, Kind, Pricing, YearMonth, local_midnight};
 use crate::error::{Result, RowError, RowProblem};
 use crate::import::row::Row;
-use crate::parse::NumberFormat;
+use crate::parse::{NumberFormat, ReadAmount};
 
 use super::fields::{find_instance, gpu_count, gpu_model, is_platform_name, resource_of};
 
@@ -29,13 +29,30 @@ pub struct Parsed {
     /// identity, so that rows differing only there (a FOCUS export's own `Id`) stay apart
     /// across the files of a split export.
     pub unmapped: Option<u128>,
+    /// The row's amounts that had more decimals than the ledger keeps, rounded.
+    pub rounded: Rounded,
 }
 
 impl Parsed {
     /// A charge with every field empty, for a parser to fill in place.
     pub(crate) fn blank() -> Self {
-        Parsed { charge: Charge::blank(), native_id: None, unmapped: None }
+        Parsed {
+            charge: Charge::blank(),
+            native_id: None,
+            unmapped: None,
+            rounded: Rounded::default(),
+        }
     }
+}
+
+/// The amounts of a row rounded to the ledger's 12 decimals ([`crate::parse::read_amount`]).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Rounded {
+    /// How many of its amounts (money and quantities) were rounded.
+    pub amounts: u32,
+    /// The bill's billed cost minus the charge's (exact to the 28th decimal): what the
+    /// ledger's totals differ from the bill's by.
+    pub billed_off: Decimal,
 }
 
 /// Row values the rules see.
@@ -221,8 +238,9 @@ impl Parser<'_> {
         {
             return Ok(Some(*at));
         }
-        let at = crate::parse::parse_time(&text, self.profile.zone)
-            .map_err(|m| row.error(col, RowProblem::Time(m)))?;
+        let at =
+            crate::parse::parse_time_in(&text, self.profile.zone, self.profile.spec.date_order)
+                .map_err(|m| row.error(col, RowProblem::Time(m)))?;
         let window = row.window();
         if !window.holds(at.with_timezone(&self.profile.zone).year()) {
             return Err(row.error(col, window.refusal(&text)));
@@ -398,34 +416,52 @@ pub(super) fn amount_at(
     i: usize,
     numbers: NumberFormat,
 ) -> Result<Option<Decimal>, RowError> {
+    Ok(read_at(row, texts, i, numbers)?.map(|r| r.value))
+}
+
+/// [`amount_at`] with what rounding took off it ([`crate::parse::read_amount`]).
+fn read_at(
+    row: &Row<'_>,
+    texts: &[Option<Cow<'_, str>>],
+    i: usize,
+    numbers: NumberFormat,
+) -> Result<Option<ReadAmount>, RowError> {
     match cell(row, texts, i)? {
-        Some(text) => crate::parse::parse_amount_with(&text, numbers)
+        Some(text) => crate::parse::read_amount(&text, numbers)
             .map_err(|m| row.error(i, RowProblem::Amount(m))),
         None => Ok(None),
     }
 }
 
 /// The billed and list amounts, the billed one with the sign the direction column gives
-/// (when the profile has one), and that direction.
+/// (when the profile has one), and that direction; what rounding took off them is counted in
+/// `rounded`.
 fn money(
     p: &Profile,
     row: &Row<'_>,
     texts: &[Option<Cow<'_, str>>],
+    rounded: &mut Rounded,
 ) -> Result<(Decimal, Option<Decimal>, Option<Direction>), RowError> {
     let (f, numbers) = (&p.fields, p.number_format());
-    let billed = amount_at(row, texts, f.billed_cost, numbers)?
+    let read = read_at(row, texts, f.billed_cost, numbers)?
         .ok_or_else(|| row.error(f.billed_cost, RowProblem::NoAmount))?;
     let list = match f.list_cost {
-        Some(i) => amount_at(row, texts, i, numbers)?,
+        Some(i) => read_at(row, texts, i, numbers)?,
         None => None,
     };
+    rounded.amounts += u32::from(read.rounded) + u32::from(list.is_some_and(|l| l.rounded));
+    rounded.billed_off = read.rounded_off;
+    let billed = read.value;
     let direction = direction(p, row, texts, billed)?;
     let billed = match direction {
         Some(Direction::Expense) => billed.abs(),
         Some(Direction::Income) => -billed.abs(),
         None => billed,
     };
-    Ok((billed, list, direction))
+    if billed.is_sign_negative() != read.value.is_sign_negative() {
+        rounded.billed_off = -rounded.billed_off;
+    }
+    Ok((billed, list.map(|l| l.value), direction))
 }
 
 impl Parser<'_> {
@@ -443,14 +479,14 @@ impl Parser<'_> {
         let f = &p.fields;
         let texts = self.cells(row)?;
         let numbers = p.number_format();
-        let amount_of = |texts: &[Option<Cow<'_, str>>], i: Option<usize>| match i {
-            Some(i) => amount_at(row, texts, i, numbers),
-            None => Ok(None),
-        };
-        let (mut billed, mut list, direction) = money(p, row, &texts)?;
+        let mut rounded = Rounded::default();
+        let (mut billed, mut list, direction) = money(p, row, &texts, &mut rounded)?;
         let mut facts = Facts { texts, direction, kind: None, category: None };
         let (kind, category, pricing) = self.classify(&mut facts);
         if p.spec.sign.negative_kinds.contains(&kind) {
+            if !billed.is_sign_negative() {
+                rounded.billed_off = -rounded.billed_off;
+            }
             billed = -billed.abs();
             list = list.map(|l| -l.abs());
         }
@@ -498,6 +534,13 @@ impl Parser<'_> {
         c.pricing = pricing;
         set_opt(&mut c.gpu_model, gpu_model);
         c.gpu_count = gpu_count;
+        let mut amount_of = |texts: &[Option<Cow<'_, str>>], i: Option<usize>| match i {
+            Some(i) => Ok(read_at(row, texts, i, numbers)?.map(|r| {
+                rounded.amounts += u32::from(r.rounded);
+                r.value
+            })),
+            None => Ok(None),
+        };
         c.quantity = amount_of(&facts.texts, f.quantity)?;
         set_opt(&mut c.unit, text(f.unit));
         c.unit_price = amount_of(&facts.texts, f.unit_price)?;
@@ -505,6 +548,7 @@ impl Parser<'_> {
         c.billed_cost = billed;
         set(&mut c.currency, text(f.currency).unwrap_or(&p.spec.currency));
         c.balance_after = amount_of(&facts.texts, f.balance_after)?;
+        parsed.rounded = rounded;
         set(&mut c.origin.file, file);
         c.origin.line = row.line();
         set(&mut c.origin.item, item);

@@ -12,6 +12,8 @@ pub(super) static BUILTIN_FILES: &[(&str, &str)] = &[
     ("aliyun.toml", include_str!("../../../profiles/aliyun.toml")),
     ("focus.toml", include_str!("../../../profiles/focus.toml")),
     ("aws-cur.toml", include_str!("../../../profiles/aws-cur.toml")),
+    ("azure.toml", include_str!("../../../profiles/azure.toml")),
+    ("oci.toml", include_str!("../../../profiles/oci.toml")),
     ("tencent.toml", include_str!("../../../profiles/tencent.toml")),
     ("tencent-resource.toml", include_str!("../../../profiles/tencent-resource.toml")),
     ("ctyun.toml", include_str!("../../../profiles/ctyun.toml")),

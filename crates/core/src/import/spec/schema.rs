@@ -4,7 +4,7 @@
 use serde::{Deserialize, Serialize};
 
 use crate::charge::{Category, Kind, Pricing, UnitPriceOf};
-use crate::parse::DecimalSeparator;
+use crate::parse::{DateOrder, DecimalSeparator};
 
 /// A bill format, as written in a profile file.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -42,6 +42,10 @@ pub struct ProfileSpec {
     /// (FOCUS, AWS CUR) say `false`: a comma in their numbers is never a thousands separator.
     #[serde(default = "yes", skip_serializing_if = "is_true")]
     pub digit_grouping: bool,
+    /// How dates whose year is not first are written: `"mdy"` (`09/21/2023`, Azure's EA
+    /// exports) or `"dmy"`. Without it such a date is refused, never guessed.
+    #[serde(default, skip_serializing_if = "is_ymd")]
+    pub date_order: DateOrder,
     /// Cell texts meaning "no value" (such as `NULL`), besides the empty cell.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub nulls: Vec<String>,
@@ -109,6 +113,10 @@ pub(super) fn yes() -> bool {
 
 pub(super) fn is_true(b: &bool) -> bool {
     *b
+}
+
+pub(super) fn is_ymd(order: &DateOrder) -> bool {
+    *order == DateOrder::Ymd
 }
 
 pub(super) fn is_point(separator: &DecimalSeparator) -> bool {

@@ -1,14 +1,5 @@
-//! Parsing of the cell values bills are made of: amounts and times.
-//!
-//! Amounts never pass through `f64`: the text is cleaned (currency signs, thousands
-//! separators, accounting parentheses) and parsed straight into [`Decimal`], keeping every
-//! digit the bill printed. Times without an offset are local to the platform's zone.
-//!
-//! The functions return `Err(String)` with the user-facing reason; the caller adds the
-//! location.
+//! Amounts: money and quantity cells into exact decimals.
 
-use chrono::{DateTime, NaiveDate, NaiveDateTime, NaiveTime, TimeZone, Utc};
-use chrono_tz::Tz;
 use rust_decimal::Decimal;
 
 use crate::charge::MAX_SCALE;
@@ -99,6 +90,51 @@ pub fn parse_amount_with(text: &str, format: NumberFormat) -> Result<Option<Deci
     {
         return Ok(Some(value));
     }
+    match any_amount(text, format)? {
+        Some(read) if read.rounded => {
+            Err(format!("{text:?} has more than {MAX_SCALE} decimal places"))
+        }
+        read => Ok(read.map(|r| r.value)),
+    }
+}
+
+/// An amount as [`read_amount`] reads it: its value with at most [`MAX_SCALE`] decimals, and
+/// what was rounded off the bill's figure to get it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ReadAmount {
+    /// The value the ledger keeps: the bill's figure, rounded half to even at [`MAX_SCALE`]
+    /// decimals when it had more.
+    pub value: Decimal,
+    /// Whether the figure had non-zero digits beyond [`MAX_SCALE`] decimals.
+    pub rounded: bool,
+    /// The bill's figure minus `value` (below half a unit of the 12th decimal), exact to the
+    /// 28th decimal.
+    pub rounded_off: Decimal,
+}
+
+/// [`parse_amount_with`] for machine exports whose figures carry more decimals than the ledger
+/// keeps (OCI's `cost/myCost` has 18, Azure's floats up to 17 significant digits, and both
+/// may use exponent notation, `6.266090E-12`): the figure is read exactly, then rounded half
+/// to even at [`MAX_SCALE`] decimals, and the result says what was rounded off so that an
+/// import can say so. Everything [`parse_amount_with`] refuses but the decimals is refused
+/// here too; so is an exponent beyond ±40.
+///
+/// ```
+/// use gpuaudit_core::{NumberFormat, read_amount};
+/// use rust_decimal::Decimal;
+/// let r = read_amount("6.266090E-12", NumberFormat::default()).unwrap().unwrap();
+/// assert_eq!(r.value, Decimal::new(6, 12));
+/// assert!(r.rounded);
+/// assert_eq!(r.rounded_off, Decimal::new(26609, 17));
+/// let r = read_amount("0.0122642774999509", NumberFormat::default()).unwrap().unwrap();
+/// assert_eq!(r.value, Decimal::new(12264277500, 12));
+/// ```
+pub fn read_amount(text: &str, format: NumberFormat) -> Result<Option<ReadAmount>, String> {
+    if format.decimal == DecimalSeparator::Point
+        && let Some(value) = plain_amount(text)
+    {
+        return Ok(Some(ReadAmount { value, rounded: false, rounded_off: Decimal::ZERO }));
+    }
     any_amount(text, format)
 }
 
@@ -112,8 +148,8 @@ fn is_space(c: char) -> bool {
     matches!(c, ' ' | '\u{a0}' | '\u{202f}' | '\u{3000}')
 }
 
-/// [`parse_amount_with`] for every form it accepts.
-fn any_amount(text: &str, format: NumberFormat) -> Result<Option<Decimal>, String> {
+/// [`read_amount`] for every form it accepts.
+fn any_amount(text: &str, format: NumberFormat) -> Result<Option<ReadAmount>, String> {
     let separator = format.decimal;
     let t = text.trim();
     if matches!(t, "" | "-" | "--" | "—" | "NULL" | "null" | "Null" | "N/A" | "n/a") {
@@ -134,30 +170,127 @@ fn any_amount(text: &str, format: NumberFormat) -> Result<Option<Decimal>, Strin
     let Some((clean, grouped)) = plain_number(sign, number, format) else {
         return Err(comma_hint());
     };
-    let value = if clean.contains(['e', 'E']) {
-        if grouped {
-            return Err(not_amount());
-        }
-        Decimal::from_scientific(&clean)
-    } else {
-        clean.parse::<Decimal>()
+    if grouped && clean.contains(['e', 'E']) {
+        return Err(not_amount());
     }
-    .map_err(|_| not_amount())?;
-    let value = if negative_parens {
-        if value.is_sign_negative() {
-            return Err(not_amount());
+    let figure = Figure::of(&clean).ok_or_else(|| match Figure::exponent_of(&clean) {
+        Some(e) if e.unsigned_abs() > MAX_EXPONENT => {
+            format!("{text:?} is not an amount (its exponent is beyond ±{MAX_EXPONENT})")
         }
-        -value
-    } else {
-        value
+        _ => not_amount(),
+    })?;
+    if negative_parens && figure.negative {
+        return Err(not_amount());
+    }
+    let negative = figure.negative != negative_parens;
+    let too_large = || format!("{text:?} is too large an amount (the limit is 10^15)");
+    let whole = figure.whole.trim_start_matches('0');
+    if whole.len() > 15 {
+        return Err(too_large());
+    }
+    let (kept, beyond) = figure.fraction.split_at(figure.fraction.len().min(MAX_SCALE as usize));
+    let rounded = beyond.bytes().any(|b| b != b'0');
+    // The kept digits as an integer at the kept scale, plus one in the last place when what
+    // is beyond is more than half of it, or exactly half and the last kept digit is odd.
+    let mut mantissa: i128 = 0;
+    for b in whole.bytes().chain(kept.bytes()) {
+        mantissa = mantissa * 10 + i128::from(b - b'0');
+    }
+    let scale = kept.len() as u32;
+    let up = rounded && {
+        let (first, rest) = (beyond.as_bytes()[0], &beyond[1..]);
+        first > b'5' || (first == b'5' && (rest.bytes().any(|b| b != b'0') || mantissa % 2 == 1))
     };
+    let magnitude = mantissa + i128::from(up);
+    let value =
+        Decimal::try_from_i128_with_scale(if negative { -magnitude } else { magnitude }, scale)
+            .map_err(|_| too_large())?;
+    // No more places than the figure needs when it printed more than the ledger keeps.
+    let value = if figure.fraction.len() > MAX_SCALE as usize { value.normalize() } else { value };
     if value.abs() >= MAX_AMOUNT {
-        return Err(format!("{text:?} is too large an amount (the limit is 10^15)"));
+        return Err(too_large());
     }
-    if value.scale() > MAX_SCALE && value.normalize().scale() > MAX_SCALE {
-        return Err(format!("{text:?} has more than {MAX_SCALE} decimal places"));
+    let rounded_off = if rounded {
+        // What is beyond, as a fraction of the last kept place (at most 16 more digits, so
+        // that the scale stays within 28), less one place if the value was rounded up.
+        let shown = &beyond[..beyond.len().min(16)];
+        let mut tail: i128 = 0;
+        for b in shown.bytes() {
+            tail = tail * 10 + i128::from(b - b'0');
+        }
+        let place = 10i128.pow(shown.len() as u32);
+        let off = if up { tail - place } else { tail };
+        let off = Decimal::try_from_i128_with_scale(off, MAX_SCALE + shown.len() as u32)
+            .map_err(|_| not_amount())?;
+        if negative { -off } else { off }
+    } else {
+        Decimal::ZERO
+    };
+    Ok(Some(ReadAmount { value, rounded, rounded_off }))
+}
+
+/// The largest exponent (either way) an amount in exponent notation may have: a bill's
+/// figures are at most 10^15 and the ledger keeps 12 decimals, so anything further says
+/// nothing a ledger can hold (and `1E-999999999` must not become a billion digits).
+const MAX_EXPONENT: u32 = 40;
+
+/// A number's decimal digits, its exponent applied: `-1.5E-3` is negative, whole `0`,
+/// fraction `0015`.
+struct Figure {
+    negative: bool,
+    whole: String,
+    fraction: String,
+}
+
+impl Figure {
+    /// `clean` (what [`plain_number`] gives: a sign, digits, a point, an exponent) as digits;
+    /// `None` when it is not a number or has an exponent beyond [`MAX_EXPONENT`].
+    fn of(clean: &str) -> Option<Figure> {
+        let (negative, unsigned) = match clean.strip_prefix('-') {
+            Some(rest) => (true, rest),
+            None => (false, clean),
+        };
+        let (digits, exponent) = match unsigned.split_once(['e', 'E']) {
+            Some((d, _)) => (d, Figure::exponent_of(clean)?),
+            None => (unsigned, 0),
+        };
+        if exponent.unsigned_abs() > MAX_EXPONENT {
+            return None;
+        }
+        let (whole, fraction) = digits.split_once('.').unwrap_or((digits, ""));
+        if whole.is_empty() && fraction.is_empty()
+            || !whole.bytes().chain(fraction.bytes()).all(|b| b.is_ascii_digit())
+        {
+            return None;
+        }
+        let mut all =
+            String::with_capacity(whole.len() + fraction.len() + 2 * MAX_EXPONENT as usize);
+        all.push_str(whole);
+        all.push_str(fraction);
+        // The point after `point` digits of `all`, moved by the exponent; zeros added where it
+        // falls outside the digits.
+        let mut point = whole.len() as i64 + i64::from(exponent);
+        if point < 0 {
+            all.insert_str(0, &"0".repeat(point.unsigned_abs() as usize));
+            point = 0;
+        }
+        let point = point as usize;
+        if point > all.len() {
+            all.push_str(&"0".repeat(point - all.len()));
+        }
+        let fraction = all.split_off(point);
+        Some(Figure { negative, whole: all, fraction })
     }
-    Ok(Some(if value.scale() > MAX_SCALE { value.normalize() } else { value }))
+
+    /// The exponent written in `clean`, if it has one that is a number.
+    fn exponent_of(clean: &str) -> Option<i32> {
+        let (_, e) = clean.split_once(['e', 'E'])?;
+        let digits = e.strip_prefix(['+', '-']).unwrap_or(e);
+        if digits.is_empty() || digits.len() > 9 || !digits.bytes().all(|b| b.is_ascii_digit()) {
+            return None;
+        }
+        e.parse().ok()
+    }
 }
 
 /// The parts of a trimmed amount: whether it is in parentheses (negative), its sign (`-` or
@@ -268,144 +401,9 @@ fn plain_amount(text: &str) -> Option<Decimal> {
     Some(Decimal::new(if negative { -mantissa } else { mantissa }, scale))
 }
 
-/// Parses a timestamp. Naive times are local to `tz`; a trailing `Z` or `+08:00` is honoured.
-///
-/// Accepts `YYYY-MM-DD HH:MM:SS`, `YYYY-MM-DD HH:MM`, `YYYY/MM/DD …`, `YYYY-MM-DDTHH:MM:SSZ`,
-/// fractional seconds (kept to the microsecond), `YYYY-MM-DD` and `YYYYMMDD` (midnight). Months and days may have one
-/// digit (`2024/5/1 9:00`).
-///
-/// ```
-/// use gpuaudit_core::parse_time;
-/// let t = parse_time("2024-05-01 08:00:00", chrono_tz::Asia::Shanghai).unwrap();
-/// assert_eq!(t.to_rfc3339(), "2024-05-01T00:00:00+00:00");
-/// assert!(parse_time("2023-02-01T30:00:00Z", chrono_tz::UTC).is_err());
-/// ```
-pub fn parse_time(text: &str, tz: Tz) -> Result<DateTime<Utc>, String> {
-    let t = text.trim();
-    let bad = || format!("{text:?} is not a time (expected YYYY-MM-DD HH:MM:SS)");
-    let (naive, offset_seconds) = parse_naive(t).ok_or_else(bad)?;
-    match offset_seconds {
-        Some(secs) => {
-            let offset = chrono::FixedOffset::east_opt(secs).ok_or_else(bad)?;
-            offset
-                .from_local_datetime(&naive)
-                .single()
-                .map(|d| d.with_timezone(&Utc))
-                .ok_or_else(bad)
-        }
-        None => tz
-            .from_local_datetime(&naive)
-            .earliest()
-            .map(|d| d.with_timezone(&Utc))
-            .ok_or_else(|| format!("{text:?} does not exist in time zone {tz}")),
-    }
-}
-
-/// Splits `t` into a naive date-time and an optional UTC offset in seconds.
-fn parse_naive(t: &str) -> Option<(NaiveDateTime, Option<i32>)> {
-    let b = t.as_bytes();
-    // YYYYMMDD
-    if b.len() == 8 && b.iter().all(u8::is_ascii_digit) {
-        let date = NaiveDate::from_ymd_opt(num(&b[..4])? as i32, num(&b[4..6])?, num(&b[6..])?)?;
-        return Some((date.and_time(NaiveTime::MIN), None));
-    }
-    let mut p = Cursor { b, i: 0 };
-    let year = p.digits(4, 4)?;
-    let sep = p.one_of(b"-/")?;
-    let month = p.digits(1, 2)?;
-    p.expect(sep)?;
-    let day = p.digits(1, 2)?;
-    let date = NaiveDate::from_ymd_opt(year as i32, month, day)?;
-    if p.done() {
-        return Some((date.and_time(NaiveTime::MIN), None));
-    }
-    p.one_of(b" T")?;
-    while p.peek() == Some(b' ') {
-        p.i += 1;
-    }
-    let hour = p.digits(1, 2)?;
-    p.expect(b':')?;
-    let minute = p.digits(2, 2)?;
-    let mut second = 0;
-    let mut nanos = 0;
-    if p.peek() == Some(b':') {
-        p.i += 1;
-        second = p.digits(2, 2)?;
-        if p.peek() == Some(b'.') {
-            p.i += 1;
-            let start = p.i;
-            let frac = p.digits(1, 9)?;
-            let width = (p.i - start) as u32;
-            // The ledger keeps microseconds: finer digits are dropped.
-            nanos = frac * 10u32.pow(9 - width) / 1000 * 1000;
-        }
-    }
-    let time = NaiveTime::from_hms_nano_opt(hour, minute, second, nanos)?;
-    let offset = match p.peek() {
-        None => None,
-        Some(b'Z') | Some(b'z') => {
-            p.i += 1;
-            Some(0)
-        }
-        Some(b' ') if &b[p.i..] == b" UTC" => {
-            p.i = b.len();
-            Some(0)
-        }
-        Some(sign @ (b'+' | b'-')) => {
-            p.i += 1;
-            let h = p.digits(2, 2)? as i32;
-            if p.peek() == Some(b':') {
-                p.i += 1;
-            }
-            let m = p.digits(2, 2)? as i32;
-            let secs = h * 3600 + m * 60;
-            Some(if sign == b'-' { -secs } else { secs })
-        }
-        Some(_) => return None,
-    };
-    p.done().then_some((date.and_time(time), offset))
-}
-
-fn num(b: &[u8]) -> Option<u32> {
-    std::str::from_utf8(b).ok()?.parse().ok()
-}
-
-struct Cursor<'a> {
-    b: &'a [u8],
-    i: usize,
-}
-
-impl Cursor<'_> {
-    fn peek(&self) -> Option<u8> {
-        self.b.get(self.i).copied()
-    }
-    fn done(&self) -> bool {
-        self.i == self.b.len()
-    }
-    fn expect(&mut self, c: u8) -> Option<()> {
-        (self.peek() == Some(c)).then(|| self.i += 1)
-    }
-    fn one_of(&mut self, set: &[u8]) -> Option<u8> {
-        let c = self.peek().filter(|c| set.contains(c))?;
-        self.i += 1;
-        Some(c)
-    }
-    fn digits(&mut self, min: usize, max: usize) -> Option<u32> {
-        let start = self.i;
-        while self.i - start < max && self.peek().is_some_and(|c| c.is_ascii_digit()) {
-            self.i += 1;
-        }
-        if self.i - start < min {
-            return None;
-        }
-        num(&self.b[start..self.i])
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-    use chrono_tz::Asia::Shanghai;
     use rust_decimal_macros::dec;
 
     #[test]
@@ -431,6 +429,50 @@ mod tests {
     }
 
     #[test]
+    fn figures_past_twelve_decimals_round_half_to_even_and_say_what_they_lost() {
+        let read = |t: &str| read_amount(t, NumberFormat::default()).unwrap().unwrap();
+        // (text, value kept, rounded off)
+        let cases = [
+            ("6.266090E-12", dec!(0.000000000006), dec!(0.00000000000026609)),
+            ("2.323760000E-9", dec!(0.000000002324), dec!(-0.00000000000024)),
+            ("0.0000000000005", dec!(0), dec!(0.0000000000005)),
+            ("0.0000000000015", dec!(0.000000000002), dec!(-0.0000000000005)),
+            ("-0.0000000000025", dec!(-0.000000000002), dec!(-0.0000000000005)),
+            ("0.00000000000050000001", dec!(0.000000000001), dec!(-0.00000000000049999999)),
+            ("8.5450077867419368", dec!(8.545007786742), dec!(-0.0000000000000632)),
+            ("1.5E-4", dec!(0.00015), dec!(0)),
+            ("1.2E+3", dec!(1200), dec!(0)),
+            ("1e-40", dec!(0), dec!(0)),
+        ];
+        for (text, value, off) in cases {
+            let r = read(text);
+            assert_eq!((r.value, r.rounded_off), (value, off), "{text}");
+            assert_eq!(r.rounded, text != "1.5E-4" && text != "1.2E+3", "{text}");
+            // The kept value plus what was rounded off is the figure (to the 28th decimal).
+            if text != "1e-40" {
+                assert_eq!(
+                    r.value + r.rounded_off,
+                    Decimal::from_scientific(text).or_else(|_| text.parse()).unwrap(),
+                    "{text}"
+                );
+            }
+        }
+        for (text, why) in [
+            ("1E+16", "too large"),
+            ("1e-999999999", "exponent is beyond ±40"),
+            ("1E999999999", "exponent is beyond ±40"),
+            ("1e", "not an amount"),
+            ("1e+-5", "not an amount"),
+            ("1,234E5", "not an amount"),
+        ] {
+            let err = read_amount(text, NumberFormat::default()).unwrap_err();
+            assert!(err.contains(why), "{text}: {err}");
+        }
+        // The plain parser keeps refusing what would need rounding.
+        assert!(parse_amount("6.266090E-12").unwrap_err().contains("more than 12 decimal places"));
+    }
+
+    #[test]
     fn the_quick_path_gives_the_general_parsers_value_bit_for_bit() {
         let mut next = crate::xorshift(0x2545_f491_4f6c_dd1d);
         let mut quick = 0;
@@ -447,9 +489,12 @@ mod tests {
                 Some(value) => {
                     quick += 1;
                     let want = general.unwrap_or_else(|e| panic!("{text:?}: {e}")).unwrap();
-                    assert_eq!(value.serialize(), want.serialize(), "{text:?}");
+                    assert_eq!(value.serialize(), want.value.serialize(), "{text:?}");
                 }
-                None => assert_eq!(parse_amount(&text), general, "{text:?}"),
+                None => match general {
+                    Ok(Some(read)) if read.rounded => assert!(parse_amount(&text).is_err()),
+                    other => assert_eq!(parse_amount(&text), other.map(|o| o.map(|r| r.value))),
+                },
             }
         }
         assert!(quick > 5_000, "the quick path was taken {quick} times");
@@ -533,43 +578,6 @@ mod tests {
         }
         for text in ["1.5", "1,2,3", "1.23,4.5", "12.50"] {
             assert!(parse_amount_with(text, comma).is_err(), "{text}");
-        }
-    }
-
-    #[test]
-    fn naive_times_are_local_to_the_platform() {
-        let utc = |s: &str| parse_time(s, chrono_tz::UTC).unwrap();
-        let want = utc("2024-05-01 00:00:00");
-        for text in [
-            "2024-05-01 08:00:00",
-            "2024/05/01 08:00",
-            "2024/5/1 8:00",
-            "2024-05-01T08:00:00",
-            "2024-05-01T00:00:00Z",
-            "2024-05-01T08:00:00+08:00",
-            "2024-05-01 00:00:00 UTC",
-        ] {
-            assert_eq!(parse_time(text, Shanghai).unwrap(), want, "{text}");
-        }
-        assert_eq!(parse_time("20240501", Shanghai).unwrap(), utc("2024-04-30 16:00:00"));
-        assert_eq!(parse_time("2024-05-01", chrono_tz::UTC).unwrap(), want);
-        assert_eq!(
-            parse_time("2024-05-01 00:00:00.250", chrono_tz::UTC).unwrap().timestamp_millis(),
-            want.timestamp_millis() + 250
-        );
-    }
-
-    #[test]
-    fn impossible_times_are_rejected() {
-        for text in [
-            "2023-02-01T30:00:00Z",
-            "2024-02-30 00:00:00",
-            "2024-05-01 12:60:00",
-            "yesterday",
-            "2024-05-01 08:00:00 extra",
-            "",
-        ] {
-            assert!(parse_time(text, Shanghai).is_err(), "{text}");
         }
     }
 }

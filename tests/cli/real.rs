@@ -1,0 +1,117 @@
+//! The corpus of real exports (`fixtures/real/`, each with its provenance in its README): every
+//! file imports with auto-detection and reads every row, its totals per currency and month
+//! equal those `fixtures/real/totals.py` computed without gpuaudit (where the import rounds
+//! amounts past 12 decimals, the rounding it states makes up the whole difference), a second
+//! import adds nothing, and `cost`'s all-in equals `summary`'s every month.
+
+use std::collections::BTreeMap;
+
+use rust_decimal::Decimal;
+
+use super::cost::{per_currency, rows};
+use super::{gpuaudit, stderr, stdout, workdir};
+
+/// One line of `fixtures/real/totals.csv`.
+struct Expected {
+    currency: String,
+    month: String,
+    rows: u64,
+    billed_cost: Decimal,
+}
+
+fn expected() -> BTreeMap<String, Vec<Expected>> {
+    let text = std::fs::read_to_string(super::root().join("fixtures/real/totals.csv")).unwrap();
+    let mut by_file: BTreeMap<String, Vec<Expected>> = BTreeMap::new();
+    for r in rows(&text) {
+        by_file.entry(r["file"].clone()).or_default().push(Expected {
+            currency: r["currency"].clone(),
+            month: r["month"].clone(),
+            rows: r["rows"].parse().unwrap(),
+            billed_cost: r["billed_cost"].parse().unwrap(),
+        });
+    }
+    by_file
+}
+
+/// The import line's counts (rows read, new) and what it says was rounded off per currency.
+fn import_line(out: &str, file: &str) -> (u64, u64, BTreeMap<String, Decimal>) {
+    let line = out.lines().find(|l| l.starts_with(file)).unwrap_or_else(|| panic!("{out}"));
+    let number = |after: &str| -> u64 {
+        let at = line.find(after).unwrap_or_else(|| panic!("{line}"));
+        let words: Vec<&str> = line[..at].split_whitespace().collect();
+        words.last().unwrap().parse().unwrap()
+    };
+    let mut off = BTreeMap::new();
+    if let Some(at) = line.find("minus the ledger's: ") {
+        let list = line[at + "minus the ledger's: ".len()..].trim_end_matches(')');
+        for part in list.split(", ") {
+            let (amount, currency) = part.split_once(' ').unwrap();
+            off.insert(currency.to_owned(), amount.trim_start_matches('+').parse().unwrap());
+        }
+    }
+    (number(" rows read"), number(" new"), off)
+}
+
+#[test]
+fn every_real_export_imports_to_its_independent_totals() {
+    let dir = workdir();
+    let files = expected();
+    assert!(files.len() >= 5, "{} files in the corpus", files.len());
+    for (file, groups) in &files {
+        let ledger = tempfile::tempdir().unwrap();
+        let l = ledger.path().join("l");
+        let (l, path) = (l.to_str().unwrap(), format!("fixtures/{file}"));
+        let out = gpuaudit(dir.path(), &["--ledger", l, "import", &path]);
+        assert!(out.status.success(), "{file}: {}", stderr(&out));
+        let (read, new, off) = import_line(&stdout(&out), &path);
+        let rows_in_file: u64 = groups.iter().map(|g| g.rows).sum();
+        assert_eq!((read, new), (rows_in_file, rows_in_file), "{file}");
+
+        let again = gpuaudit(dir.path(), &["--ledger", l, "import", &path]);
+        assert!(stdout(&again).contains("nothing new: the ledger is unchanged"), "{file}");
+
+        let summary =
+            gpuaudit(dir.path(), &["--ledger", l, "summary", "--by", "month", "--format", "csv"]);
+        assert!(summary.status.success(), "{file}: {}", stderr(&summary));
+        let summary = rows(&stdout(&summary));
+        let mut ledger_by_currency: BTreeMap<String, Decimal> = BTreeMap::new();
+        let mut bill_by_currency: BTreeMap<String, Decimal> = BTreeMap::new();
+        for g in groups {
+            let row = summary
+                .iter()
+                .find(|r| r["month"] == g.month && r["currency"] == g.currency)
+                .unwrap_or_else(|| panic!("{file}: no {} {} in the summary", g.month, g.currency));
+            let billed: Decimal = row["billed_cost"].parse().unwrap();
+            assert_eq!(row["charges"].parse::<u64>().unwrap(), g.rows, "{file} {}", g.month);
+            let stated = off.get(&g.currency).copied().unwrap_or_default();
+            // Each month is within the file's stated rounding of the bill's figure.
+            assert!(
+                (g.billed_cost - billed).abs() <= stated.abs(),
+                "{file} {}: {billed} vs {}",
+                g.month,
+                g.billed_cost
+            );
+            *ledger_by_currency.entry(g.currency.clone()).or_default() += billed;
+            *bill_by_currency.entry(g.currency.clone()).or_default() += g.billed_cost;
+        }
+        for (currency, bill) in &bill_by_currency {
+            let stated = off.get(currency).copied().unwrap_or_default();
+            assert_eq!(ledger_by_currency[currency] + stated, *bill, "{file} {currency}");
+        }
+
+        for month in
+            groups.iter().map(|g| g.month.clone()).collect::<std::collections::BTreeSet<_>>()
+        {
+            let run = |cmd: &str| {
+                let out = gpuaudit(
+                    dir.path(),
+                    &["--ledger", l, cmd, "--month", &month, "--format", "csv"],
+                );
+                assert!(out.status.success(), "{file} {cmd}: {}", stderr(&out));
+                rows(&stdout(&out))
+            };
+            let summary = per_currency(&run("summary"), "billed_cost");
+            assert_eq!(per_currency(&run("cost"), "all_in"), summary, "{file} {month}");
+        }
+    }
+}
