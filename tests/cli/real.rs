@@ -115,3 +115,45 @@ fn every_real_export_imports_to_its_independent_totals() {
         }
     }
 }
+
+/// What real exports get wrong, each refused with exit 2 at its file, line and column, the
+/// ledger as it was.
+#[test]
+fn real_world_bad_input_is_refused_at_its_line_and_the_ledger_kept() {
+    let dir = workdir();
+    let d = dir.path();
+    let first = gpuaudit(d, &["import", "fixtures/real/azure-ea/EA_ActualCost_Small.csv"]);
+    assert!(first.status.success(), "{}", stderr(&first));
+    let before = super::snapshot(&d.join(".gpuaudit"));
+    let cases = [
+        (
+            "fixtures/focus/invalid/sub_account_id_twice.csv",
+            "sub_account_id_twice.csv:1: column SubAccountId appears twice (columns 42 and 45)",
+        ),
+        (
+            "fixtures/focus/invalid/date_with_the_year_last.csv",
+            "date_with_the_year_last.csv:3: column ChargePeriodStart: \"09/18/2024 22:00:00\" is a date with its year last (is 03/04/2024 March or April?)",
+        ),
+        (
+            "fixtures/oci/invalid/exponent_beyond_bounds.csv",
+            "exponent_beyond_bounds.csv:4: column cost/myCost: \"2.5E+41\" is not an amount (its exponent is beyond ±40)",
+        ),
+        (
+            "fixtures/azure/invalid/no_currency_column.csv",
+            "no_currency_column.csv:1: column BillingCurrencyCode: not found in the header",
+        ),
+    ];
+    for (file, want) in cases {
+        let out = gpuaudit(d, &["import", file]);
+        assert_eq!(out.status.code(), Some(2), "{file}: {}", stderr(&out));
+        assert!(stderr(&out).contains(want), "{file}:\n got: {}\nwant: {want}", stderr(&out));
+        assert_eq!(super::snapshot(&d.join(".gpuaudit")), before, "{file} changed the ledger");
+    }
+    // The Azure export without its currency hears of the Azure profile first.
+    let out = gpuaudit(d, &["import", "fixtures/azure/invalid/no_currency_column.csv"]);
+    assert!(
+        stderr(&out).contains("closest: azure (missing: BillingCurrencyCode)"),
+        "{}",
+        stderr(&out)
+    );
+}
