@@ -157,3 +157,40 @@ fn real_world_bad_input_is_refused_at_its_line_and_the_ledger_kept() {
         stderr(&out)
     );
 }
+
+/// The FOCUS sample holds three clouds' charges under one billing account and many sub
+/// accounts: each cloud is its own platform, each sub account its own group, and the export
+/// imported back keeps all three.
+#[test]
+fn focus_from_the_clouds_keeps_providers_and_sub_accounts_through_a_round_trip() {
+    let dir = workdir();
+    let d = dir.path();
+    let import =
+        gpuaudit(d, &["--ledger", "a", "import", "fixtures/real/focus-sample/focus_sample.csv"]);
+    assert!(import.status.success(), "{}", stderr(&import));
+    let by = |ledger: &str, keys: &str| {
+        let out = gpuaudit(d, &["--ledger", ledger, "summary", "--by", keys, "--format", "csv"]);
+        assert!(out.status.success(), "{}", stderr(&out));
+        stdout(&out)
+    };
+    let groups = rows(&by("a", "platform,sub_account"));
+    let platforms: std::collections::BTreeSet<&str> =
+        groups.iter().map(|r| r["platform"].as_str()).collect();
+    assert_eq!(platforms.into_iter().collect::<Vec<_>>(), ["aws", "azure", "oci"]);
+    // Sub accounts are kept apart from the one billing account.
+    let aws = groups.iter().filter(|r| r["platform"] == "aws").count();
+    assert!(aws > 50, "{aws} AWS sub accounts");
+    assert!(groups.iter().any(|r| r["platform"] == "aws" && r["sub_account"] == "11353890204"));
+    assert!(groups.iter().any(|r| r["platform"] == "azure"
+        && r["sub_account"] == "/subscriptions/ed570627-0265-4620-bb42-bae06bcfa914"));
+    let accounts = rows(&by("a", "account"));
+    assert!(accounts.iter().all(|r| r["account"] != "11353890204"), "{accounts:?}");
+
+    let export = gpuaudit(d, &["--ledger", "a", "export", "--focus", "-o", "back.csv"]);
+    assert!(export.status.success(), "{}", stderr(&export));
+    let back = gpuaudit(d, &["--ledger", "b", "import", "back.csv"]);
+    assert!(back.status.success(), "{}", stderr(&back));
+    for keys in ["platform,sub_account", "account,platform", "platform,category,month"] {
+        assert_eq!(by("a", keys), by("b", keys), "by {keys}");
+    }
+}

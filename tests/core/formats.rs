@@ -253,14 +253,14 @@ fn rows_parsed_one_after_another_keep_nothing_of_the_row_before() {
     assert_eq!(charges.len(), 3);
     let (first, second, third) = (&charges[0], &charges[1], &charges[2]);
     assert_eq!(first.resource_name.as_deref(), Some("gpu-box"));
-    assert_eq!(first.account.as_deref(), Some("acct-1"));
+    assert_eq!(first.sub_account.as_deref(), Some("acct-1"));
     assert_eq!(first.list_cost, Some(Decimal::new(4000, 3)));
     for (field, value) in [
         ("resource_id", &second.resource_id),
         ("resource_name", &second.resource_name),
         ("region", &second.region),
         ("unit", &second.unit),
-        ("account", &second.account),
+        ("sub_account", &second.sub_account),
         ("gpu_model", &second.gpu_model),
         ("instance_id", &second.instance_id),
     ] {

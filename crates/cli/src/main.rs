@@ -76,7 +76,7 @@ enum Command {
     Import(cmd::import::ImportArgs),
     /// Show what is in the ledger: batches, months, platforms, totals.
     Ledger(cmd::ledger::LedgerArgs),
-    /// Spend grouped by platform, category, instance or month.
+    /// Spend grouped by platform, category, instance, month, account or sub account.
     Summary(cmd::summary::SummaryArgs),
     /// Find money that bought nothing in a month (rules W001–W006).
     Waste(cmd::waste::WasteArgs),

@@ -204,8 +204,14 @@ impl ChargeId {
     /// [`ChargeId::content_key`] with the hash of the row's cells that the charge does not
     /// carry ([`crate::import::Parsed::unmapped`]); `None` gives the plain content key.
     pub fn content_key_with(charge: &Charge, unmapped: Option<u128>) -> u128 {
+        ChargeId::content_key_as(&charge.platform, charge, unmapped)
+    }
+
+    /// [`ChargeId::content_key_with`] hashed with `platform` in place of the charge's (the
+    /// profile's own platform, for a row whose platform comes from the provider it names).
+    pub fn content_key_as(platform: &str, charge: &Charge, unmapped: Option<u128>) -> u128 {
         let mut h = IdHasher::new("content");
-        h.field(&charge.platform);
+        h.field(platform);
         h.field(charge.account.as_deref().unwrap_or(""));
         charge.hash_content(&mut h);
         if let Some(cells) = unmapped {
@@ -317,8 +323,16 @@ pub struct Charge {
     pub id: ChargeId,
     /// Profile name: autodl, aliyun, …
     pub platform: String,
-    /// Billing account, when the bill names one.
+    /// Billing account (who pays: FOCUS `BillingAccountId`, an AWS payer, an Azure billing
+    /// account, an OCI tenancy), when the bill names one.
     pub account: Option<String>,
+    /// Sub account (FOCUS `SubAccountId`: an AWS linked account, an Azure subscription, a GCP
+    /// project, an OCI compartment), when the bill names one.
+    pub sub_account: Option<String>,
+    /// The billing account's name, when the bill gives one.
+    pub account_name: Option<String>,
+    /// The sub account's name, when the bill gives one.
+    pub sub_account_name: Option<String>,
     /// The platform's 账期, else the local month of `charge_start`.
     pub billing_period: YearMonth,
     /// Start of the time paid for (UTC, inclusive).
@@ -375,6 +389,9 @@ impl Charge {
             id: ChargeId(0),
             platform: String::new(),
             account: None,
+            sub_account: None,
+            account_name: None,
+            sub_account_name: None,
             billing_period: YearMonth::EPOCH,
             charge_start: epoch,
             charge_end: epoch,
@@ -514,6 +531,9 @@ mod tests {
             id: ChargeId(0),
             platform: "focus".into(),
             account: Some("012345678901".into()),
+            sub_account: None,
+            account_name: None,
+            sub_account_name: None,
             billing_period: YearMonth::new(2024, 5).unwrap(),
             charge_start: t,
             charge_end: t + chrono::Duration::hours(1),

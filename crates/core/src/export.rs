@@ -27,9 +27,13 @@
 //! - Times: the charge's span as it is in the ledger (UTC, start inclusive, end exclusive).
 //!   The billing period is the charge's billing month written as UTC month bounds, as the
 //!   clouds write theirs: the month label survives a round trip through any FOCUS reader.
-//! - BillingAccountId and BillingAccountName: the bill's account, else the platform's name
-//!   (FOCUS requires one; the focus profile reads that name back as no account, on a row that
-//!   names its platform in `x_Platform`). ProviderName, PublisherName and InvoiceIssuerName: the platform's
+//! - BillingAccountId and BillingAccountName: the bill's account (and its name where the bill
+//!   gives one), else the platform's name (FOCUS requires one; the focus profile reads that
+//!   name back as no account, on a row that names its platform in `x_Platform`).
+//!   SubAccountId and SubAccountName: the bill's sub account (its id as its name where the
+//!   bill gives none), null without one. They come last, after the `x_` columns: they were
+//!   added after the export's columns were a contract, and columns are only ever added at the
+//!   end. ProviderName, PublisherName and InvoiceIssuerName: the platform's
 //!   proper name ([`provider_name`]).
 //! - gpuaudit's own facts follow as `x_` columns: `x_Category`, `x_InstanceId`, `x_GpuModel`,
 //!   `x_GpuCount`, `x_ChargeId`, `x_SourceFile`, `x_SourceLine`, and `x_Platform`,
@@ -70,6 +74,12 @@ pub struct ChargeRef<'a> {
     pub platform: &'a str,
     /// Billing account.
     pub account: Option<&'a str>,
+    /// Sub account.
+    pub sub_account: Option<&'a str>,
+    /// The billing account's name.
+    pub account_name: Option<&'a str>,
+    /// The sub account's name.
+    pub sub_account_name: Option<&'a str>,
     /// Billing period.
     pub billing_period: YearMonth,
     /// Start (UTC, inclusive).
@@ -121,6 +131,9 @@ impl<'a> ChargeRef<'a> {
             id,
             platform: &c.platform,
             account: c.account.as_deref(),
+            sub_account: c.sub_account.as_deref(),
+            account_name: c.account_name.as_deref(),
+            sub_account_name: c.sub_account_name.as_deref(),
             billing_period: c.billing_period,
             charge_start: c.charge_start,
             charge_end: c.charge_end,
@@ -182,7 +195,10 @@ pub fn provider_name(platform: &str) -> &str {
         "tencent" | "tencent-resource" => "Tencent Cloud",
         "ctyun" => "China Telecom Cloud",
         "gpushare" => "GPUShare",
-        "aws-cur" => "AWS",
+        "aws-cur" | "aws" => "AWS",
+        "azure" => "Microsoft",
+        "gcp" => "Google Cloud",
+        "oci" => "Oracle",
         other => other,
     }
 }
@@ -316,7 +332,10 @@ macro_rules! columns {
 columns! {
     "BilledCost": Decimal = |c| Value::Decimal(c.billed_cost);
     "BillingAccountId": Text = account;
-    "BillingAccountName": Text = account;
+    "BillingAccountName": Text = |c| match c.account_name {
+        Some(name) => text(name),
+        None => account(c),
+    };
     "BillingCurrency": Text = |c| text(c.currency);
     "BillingPeriodEnd": Time = |c| Value::Time(month_start(c.billing_period.next()));
     "BillingPeriodStart": Time = |c| Value::Time(month_start(c.billing_period));
@@ -359,6 +378,8 @@ columns! {
     "x_Platform": Text = |c| text(c.platform);
     "x_Pricing": Text = |c| text(c.pricing.as_str());
     "x_Unit": Text = |c| opt(c.unit);
+    "SubAccountId": Text = |c| opt(c.sub_account);
+    "SubAccountName": Text = |c| opt(c.sub_account_name.or(c.sub_account));
 }
 
 /// A value as a CSV cell: decimals plain and exact (no exponent, no trailing zeros but one
@@ -428,8 +449,12 @@ mod tests {
     #[test]
     fn the_focus_columns_come_first_and_every_service_name_has_one_category() {
         let names: Vec<&str> = FOCUS_COLUMNS.iter().map(|c| c.name).collect();
+        // FOCUS columns, then gpuaudit's `x_` ones, then the FOCUS columns added since (only
+        // ever at the end: the column order is a contract).
         let first_x = names.iter().position(|n| n.starts_with("x_")).unwrap();
-        assert!(names[first_x..].iter().all(|n| n.starts_with("x_")), "{names:?}");
+        let last_x = names.iter().rposition(|n| n.starts_with("x_")).unwrap();
+        assert!(names[first_x..=last_x].iter().all(|n| n.starts_with("x_")), "{names:?}");
+        assert_eq!(names[last_x + 1..], ["SubAccountId", "SubAccountName"]);
         let mut seen = std::collections::HashMap::new();
         for &c in Category::ALL {
             let (category, _, name) = service(c);

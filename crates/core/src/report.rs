@@ -25,12 +25,23 @@ pub enum GroupKey {
     Instance,
     /// The billing month.
     Month,
+    /// The billing account (empty when the bill names none).
+    Account,
+    /// The sub account: an AWS linked account, an Azure subscription, a GCP project, an OCI
+    /// compartment (empty when the bill names none).
+    SubAccount,
 }
 
 impl GroupKey {
     /// Every key, in the order `--by` documents them.
-    pub const ALL: &'static [GroupKey] =
-        &[GroupKey::Platform, GroupKey::Category, GroupKey::Instance, GroupKey::Month];
+    pub const ALL: &'static [GroupKey] = &[
+        GroupKey::Platform,
+        GroupKey::Category,
+        GroupKey::Instance,
+        GroupKey::Month,
+        GroupKey::Account,
+        GroupKey::SubAccount,
+    ];
 
     /// The key's name, as used by `--by` and as a column header.
     pub fn as_str(self) -> &'static str {
@@ -39,6 +50,8 @@ impl GroupKey {
             GroupKey::Category => "category",
             GroupKey::Instance => "instance",
             GroupKey::Month => "month",
+            GroupKey::Account => "account",
+            GroupKey::SubAccount => "sub_account",
         }
     }
 
@@ -48,6 +61,8 @@ impl GroupKey {
             GroupKey::Category => Some(c.category.as_str().to_owned()),
             GroupKey::Instance => c.instance_id.clone(),
             GroupKey::Month => Some(c.billing_period.to_string()),
+            GroupKey::Account => c.account.clone(),
+            GroupKey::SubAccount => c.sub_account.clone(),
         }
     }
 }
@@ -62,7 +77,7 @@ impl FromStr for GroupKey {
     type Err = String;
     fn from_str(s: &str) -> Result<Self, String> {
         GroupKey::ALL.iter().copied().find(|k| k.as_str() == s.trim()).ok_or_else(|| {
-            format!("{s:?} is not a summary key (expected platform, category, instance or month)")
+            format!("{s:?} is not a summary key (expected platform, category, instance, month, account or sub_account)")
         })
     }
 }

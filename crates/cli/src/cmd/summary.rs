@@ -1,4 +1,5 @@
-//! `gpuaudit summary`: spend grouped by platform, category, instance and month.
+//! `gpuaudit summary`: spend grouped by platform, category, instance, month, account and sub
+//! account.
 //!
 //! Machine contract (`--format csv`): a header of the `--by` keys in order, then
 //! `currency,billed_cost,list_cost,charges`; one row per group, largest billed_cost first;
@@ -22,7 +23,9 @@ pub struct SummaryArgs {
     /// Only this billing month (YYYY-MM).
     #[arg(long, value_name = "YYYY-MM")]
     month: Option<String>,
-    /// Group by these keys, in order: platform, category, instance, month.
+    /// Group by these keys, in order: platform, category, instance, month, account (the
+    /// billing account), sub_account (AWS linked account, Azure subscription, GCP project, OCI
+    /// compartment).
     #[arg(long, value_delimiter = ',', default_value = "platform,category")]
     by: Vec<String>,
     /// Output format.

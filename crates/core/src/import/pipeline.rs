@@ -207,12 +207,13 @@ enum IdSeed {
 
 fn seed(parsed: &Parsed) -> IdSeed {
     let c = &parsed.charge;
+    let platform = parsed.identity_platform.unwrap_or(&c.platform);
     match &parsed.native_id {
         Some(native) => {
-            IdSeed::Native(ChargeId::from_native(&c.platform, c.account.as_deref(), native))
+            IdSeed::Native(ChargeId::from_native(platform, c.account.as_deref(), native))
         }
         None => {
-            let key = ChargeId::content_key_with(c, parsed.unmapped);
+            let key = ChargeId::content_key_as(platform, c, parsed.unmapped);
             IdSeed::Content(key, ChargeId::from_content(key, 0))
         }
     }

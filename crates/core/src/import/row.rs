@@ -23,6 +23,11 @@ pub struct Column {
     pub required: bool,
 }
 
+/// Ledger fields added after charge identities were fixed (the sub account, the accounts'
+/// names): a row's content identity still hashes their cells as cells the profile does not
+/// read, so that reading them into the ledger changed no charge's id.
+pub(crate) const HASHED_AS_CELLS: [&str; 3] = ["sub_account", "account_name", "sub_account_name"];
+
 /// One data row of a bill, with accessors that report problems at its location.
 pub struct Row<'a> {
     pub(crate) ctx: &'a FileCtx,
@@ -78,8 +83,15 @@ impl<'a> Row<'a> {
     /// The header's columns that the profile does not read, as (index, name), in the order
     /// of their names: what identity adds for rows without a native id.
     pub(crate) fn unmapped(&self) -> Vec<(usize, String)> {
+        let read_as_field = |i: usize| {
+            self.header
+                .map
+                .iter()
+                .zip(self.columns)
+                .any(|(m, c)| *m == Some(i) && !HASHED_AS_CELLS.contains(&c.key))
+        };
         let mut out: Vec<(usize, String)> = (0..self.header.names.len())
-            .filter(|i| !self.header.map.contains(&Some(*i)))
+            .filter(|i| !read_as_field(*i))
             .map(|i| (i, self.header.names[i].to_lowercase()))
             .filter(|(_, name)| !name.is_empty())
             .collect();

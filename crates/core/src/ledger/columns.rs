@@ -363,6 +363,10 @@ impl Days {
 /// Column `column` of `df`, read as its type says.
 fn read_column<'a>(df: &'a DataFrame, column: &schema::Column) -> Result<Values<'a>, String> {
     let name = column.name;
+    // A part file written before a column was added reads it as nulls.
+    if schema::LATE.contains(&name) && df.column(name).is_err() {
+        return Ok(Values::Texts(vec![None; df.height()]));
+    }
     let col = df.column(name).map_err(|e| e.to_string())?;
     let fail = |e: PolarsError| format!("column {name}: {e}");
     Ok(match column.type_ {
@@ -450,12 +454,18 @@ pub fn from_frame(df: &DataFrame) -> Result<Vec<Charge>, String> {
     let source_file = r.text("source_file")?;
     let source_line = r.int("source_line")?;
     let source_item = r.text("source_item")?;
+    let sub_account = r.text("sub_account")?;
+    let account_name = r.text("account_name")?;
+    let sub_account_name = r.text("sub_account_name")?;
     (0..df.height())
         .map(|i| {
             Ok(Charge {
                 id: parse::<ChargeId>(ids[i], "id")?,
                 platform: required(owned(platform[i]), "platform")?,
                 account: owned(account[i]),
+                sub_account: owned(sub_account[i]),
+                account_name: owned(account_name[i]),
+                sub_account_name: owned(sub_account_name[i]),
                 billing_period: parse(period[i], "billing_period")?,
                 charge_start: start[i],
                 charge_end: end[i],
@@ -505,6 +515,8 @@ pub(crate) fn refs_from_frame<T>(
     let currency = r.text("currency")?;
     let (file, line, item) =
         (r.text("source_file")?, r.int("source_line")?, r.text("source_item")?);
+    let (sub_account, account_name, sub_account_name) =
+        (r.text("sub_account")?, r.text("account_name")?, r.text("sub_account_name")?);
     let mut months: Option<(&str, crate::charge::YearMonth)> = None;
     let refs = (0..df.height())
         .map(|i| {
@@ -517,6 +529,9 @@ pub(crate) fn refs_from_frame<T>(
                 id: required(ids[i], "id")?,
                 platform: required(platform[i], "platform")?,
                 account: account[i],
+                sub_account: sub_account[i],
+                account_name: account_name[i],
+                sub_account_name: sub_account_name[i],
                 billing_period,
                 charge_start: start[i],
                 charge_end: end[i],

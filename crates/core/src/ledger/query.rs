@@ -14,8 +14,9 @@ use crate::error::{Error, ErrorKind, Result};
 use crate::report::{GroupKey, SummaryRow};
 
 /// The columns of a part file a rollup is made from.
-const ROLLUP_COLUMNS: [&str; 8] = [
+const ROLLUP_COLUMNS: [&str; 9] = [
     "account",
+    "sub_account",
     "category",
     "kind",
     "currency",

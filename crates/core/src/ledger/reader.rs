@@ -431,10 +431,20 @@ pub(super) fn read_parquet(
     // own parallel read of a file's columns handed each small part to its pool and back,
     // two milliseconds a file whatever its size (two thirds of reading a window).
     crate::error::catch(|| {
-        ParquetReader::new(file)
-            .read_parallel(ParallelStrategy::None)
-            .with_columns(columns)
-            .finish()
+        let mut reader = ParquetReader::new(file);
+        // A part file written before a column was added ([`super::schema::LATE`]) does not
+        // have it: it is not asked for, and reads as nulls (`columns::read_column`).
+        let columns = match columns {
+            Some(mut names) if names.iter().any(|n| super::schema::LATE.contains(&n.as_str())) => {
+                let schema = reader.schema()?;
+                names.retain(|n| {
+                    !super::schema::LATE.contains(&n.as_str()) || schema.contains(n.as_str())
+                });
+                Some(names)
+            }
+            other => other,
+        };
+        reader.read_parallel(ParallelStrategy::None).with_columns(columns).finish()
     })
     .map_err(|panic| Error::ledger(path, panic))?
     .map_err(|source| ErrorKind::Parquet { path: path.to_owned(), source }.into())

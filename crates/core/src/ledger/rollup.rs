@@ -72,6 +72,7 @@ struct Key {
     month: YearMonth,
     platform: u32,
     account: u32,
+    sub_account: u32,
     category: Category,
     currency: u32,
     instance: u32,
@@ -85,6 +86,7 @@ pub(crate) struct Row<'a> {
     pub month: YearMonth,
     pub platform: &'a str,
     pub account: Option<&'a str>,
+    pub sub_account: Option<&'a str>,
     pub category: Category,
     pub currency: &'a str,
     pub instance: Option<&'a str>,
@@ -128,7 +130,8 @@ pub(crate) struct Rollup {
 }
 
 /// A frame's row key, borrowed from its columns.
-type FrameKey<'a> = (Option<&'a str>, u8, Option<&'a str>, Option<&'a str>, Option<&'a str>);
+type FrameKey<'a> =
+    (Option<&'a str>, Option<&'a str>, u8, Option<&'a str>, Option<&'a str>, Option<&'a str>);
 
 impl Rollup {
     /// An empty rollup, as a batch writes it: abandoned when it would not be small.
@@ -159,6 +162,7 @@ impl Rollup {
             month: k.month,
             platform: self.texts.get(k.platform).unwrap_or_default(),
             account: self.texts.get(k.account),
+            sub_account: self.texts.get(k.sub_account),
             category: k.category,
             currency: self.texts.get(k.currency).unwrap_or_default(),
             instance: self.texts.get(k.instance),
@@ -188,6 +192,12 @@ impl Rollup {
             Ok(frame.column(name)?.as_materialized_series().str()?.clone())
         };
         let (account, currency) = (text("account")?, text("currency")?);
+        // A part file written before sub accounts has none ([`super::schema::LATE`]).
+        let sub_account = match frame.column("sub_account") {
+            Ok(_) => Some(text("sub_account")?),
+            Err(_) => None,
+        };
+        let mut sub_accounts = sub_account.as_ref().map(|c| c.iter());
         let (instance, resource) = match detail {
             true => (Some(text("instance_id")?), Some(text("resource_id")?)),
             false => (None, None),
@@ -201,6 +211,7 @@ impl Rollup {
         let (mut instances, mut resources) =
             (instance.as_ref().map(|c| c.iter()), resource.as_ref().map(|c| c.iter()));
         for (account, currency) in account.iter().zip(currency.iter()) {
+            let sub_account = sub_accounts.as_mut().and_then(|it| it.next()).flatten();
             let instance = instances.as_mut().and_then(|it| it.next()).flatten();
             let resource = resources.as_mut().and_then(|it| it.next()).flatten();
             let (category, kind) = (category.next().flatten(), kind.next().flatten());
@@ -214,7 +225,9 @@ impl Rollup {
             let link = if instance.is_none() { resource } else { None };
             let billed = billed.unwrap_or(0);
             let sums = Sums { billed, list: list.unwrap_or(billed), charges: 1 };
-            let entry = local.entry((account, category, currency, instance, link)).or_default();
+            let entry = local
+                .entry((account, sub_account, category, currency, instance, link))
+                .or_default();
             if entry.add(sums).is_none() {
                 self.abandon();
                 self.totals = None;
@@ -223,7 +236,7 @@ impl Rollup {
         }
         self.seen += frame.height() as u64;
         let platform_id = self.texts.id(Some(platform));
-        for ((account, category, currency, instance, link), sums) in local {
+        for ((account, sub_account, category, currency, instance, link), sums) in local {
             self.add_total(month, platform, currency.unwrap_or_default(), sums);
             let Some(category) = Category::ALL.get(usize::from(category)).copied() else {
                 continue;
@@ -235,6 +248,7 @@ impl Rollup {
                 month,
                 platform: platform_id,
                 account: self.texts.id(account),
+                sub_account: self.texts.id(sub_account),
                 category,
                 currency: self.texts.id(Some(currency.unwrap_or_default())),
                 instance: self.texts.id(instance),
@@ -334,6 +348,7 @@ impl Rollup {
             month: row.month,
             platform: self.texts.id(Some(row.platform)),
             account: self.texts.id(row.account),
+            sub_account: self.texts.id(row.sub_account),
             category: row.category,
             currency: self.texts.id(Some(row.currency)),
             instance: self.texts.id(instance),
@@ -420,6 +435,7 @@ impl Rollup {
             money(|s| s.billed, "billed_cost").map_err(parquet)?,
             money(|s| s.list, "list_cost").map_err(parquet)?,
             Column::new("charges".into(), rows.iter().map(|(_, s)| s.charges).collect::<Vec<_>>()),
+            texts(|k| k.sub_account, "sub_account"),
         ])
         .map_err(parquet)?;
         let mut file = super::io(path, std::fs::File::create(path))?;
@@ -439,6 +455,11 @@ impl Rollup {
         let (month, platform, account) = (text("month")?, text("platform")?, text("account")?);
         let (category, currency) = (text("category")?, text("currency")?);
         let (instance, link) = (text("instance_id")?, text("link_resource")?);
+        // A rollup written before sub accounts has none.
+        let sub_account = match frame.column("sub_account") {
+            Ok(_) => Some(text("sub_account")?),
+            Err(_) => None,
+        };
         let billed: Vec<Option<i128>> =
             mantissas(&frame, "billed_cost").map_err(|e| ledger(e.to_string()))?.collect();
         let list: Vec<Option<i128>> =
@@ -460,6 +481,7 @@ impl Rollup {
                 month,
                 platform: platform.get(i).ok_or_else(|| bad("no platform"))?,
                 account: account.get(i),
+                sub_account: sub_account.and_then(|c| c.get(i)),
                 category: category.map_err(|m| bad(&m))?,
                 currency: currency.get(i).ok_or_else(|| bad("no currency"))?,
                 instance: instance.get(i),
@@ -503,6 +525,8 @@ impl Rollup {
                     GroupKey::Category => Some(row.category.as_str()),
                     GroupKey::Instance => instance,
                     GroupKey::Month => months.get(&row.month).map(String::as_str),
+                    GroupKey::Account => row.account,
+                    GroupKey::SubAccount => row.sub_account,
                 })
                 .collect::<Vec<_>>();
             let entry = groups.entry((values, row.currency)).or_default();

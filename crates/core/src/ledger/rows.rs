@@ -69,7 +69,8 @@ pub(super) fn mapped<T: Copy>(
 }
 
 /// The columns of [`SCHEMA`] no rule or report reads, so a [`Row`] has no field for them.
-const NOT_IN_ROWS: [&str; 2] = ["resource_name", "region"];
+const NOT_IN_ROWS: [&str; 5] =
+    ["resource_name", "region", "sub_account", "account_name", "sub_account_name"];
 
 /// The columns of a row's [`Amounts`], read only for a window that keeps them.
 const AMOUNTS: [&str; 4] = ["quantity", "unit_price", "list_cost", "balance_after"];

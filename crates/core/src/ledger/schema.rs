@@ -106,6 +106,9 @@ macro_rules! with_columns {
             "source_file" => Text(|c| Some(&c.origin.file)), Dictionary;
             "source_line" => Line, Plain;
             "source_item" => Text(|c| Some(&c.origin.item)), Dictionary;
+            "sub_account" => Text(|c| c.sub_account.as_deref()), Dictionary;
+            "account_name" => Text(|c| c.account_name.as_deref()), Dictionary;
+            "sub_account_name" => Text(|c| c.sub_account_name.as_deref()), Dictionary;
         }
     };
 }
@@ -131,6 +134,10 @@ macro_rules! column_type {
     };
 }
 with_columns!(schema_table);
+
+/// The columns added after the first ledgers were written, last in [`SCHEMA`]: a part file
+/// written before them has none of them, and reads as if they were null.
+pub(crate) const LATE: [&str; 3] = ["sub_account", "account_name", "sub_account_name"];
 
 /// The column called `name`.
 pub(crate) fn column_named(name: &str) -> Option<&'static Column> {

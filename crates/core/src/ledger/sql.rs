@@ -220,6 +220,8 @@ fn duckdb_path(base: &str) -> &str {
     base.strip_prefix("file://").unwrap_or(base)
 }
 
+/// DuckDB's view of the committed files; `union_by_name`, because a part file written before a
+/// column was added ([`super::schema::LATE`]) does not have it (DuckDB reads it as null).
 fn duckdb(out: &mut String, table: &str, base: &str, files: &[&str]) {
     let base = duckdb_path(base);
     let _ = writeln!(out, "-- Made again after each import (it names the files).");
@@ -230,7 +232,7 @@ fn duckdb(out: &mut String, table: &str, base: &str, files: &[&str]) {
     }
     let _ = writeln!(
         out,
-        "], hive_partitioning = true, hive_types = {{'month': VARCHAR, 'platform': VARCHAR}});"
+        "], hive_partitioning = true, hive_types = {{'month': VARCHAR, 'platform': VARCHAR}}, union_by_name = true);"
     );
 }
 

@@ -18,6 +18,9 @@ pub(super) struct Fields {
     pub(super) posted: Option<usize>,
     pub(super) billing_period: Option<usize>,
     pub(super) account: Option<usize>,
+    pub(super) sub_account: Option<usize>,
+    pub(super) account_name: Option<usize>,
+    pub(super) sub_account_name: Option<usize>,
     pub(super) resource_name: Option<usize>,
     pub(super) region: Option<usize>,
     pub(super) quantity: Option<usize>,
@@ -30,6 +33,7 @@ pub(super) struct Fields {
     pub(super) gpu_count: Option<usize>,
     pub(super) gpu_model: Option<usize>,
     pub(super) platform: Option<usize>,
+    pub(super) provider: Option<usize>,
     pub(super) native_id: Vec<usize>,
     pub(super) period_time: Option<usize>,
 }
@@ -133,6 +137,9 @@ fn fields(spec: &ProfileSpec, keys: &Keys<'_>) -> Result<Fields> {
             None => keys.opt("billing_period"),
         },
         account: keys.opt("account"),
+        sub_account: keys.opt("sub_account"),
+        account_name: keys.opt("account_name"),
+        sub_account_name: keys.opt("sub_account_name"),
         resource_name: keys.opt("resource_name"),
         region: keys.opt("region"),
         quantity: keys.opt("quantity"),
@@ -145,6 +152,7 @@ fn fields(spec: &ProfileSpec, keys: &Keys<'_>) -> Result<Fields> {
         gpu_count: keys.opt("gpu_count"),
         gpu_model: keys.opt("gpu_model"),
         platform: keys.opt("platform"),
+        provider: keys.opt("provider"),
         native_id: keys.cols(&spec.native_id.as_ref().map(OneOrMany::keys).unwrap_or_default())?,
         period_time: spec.period.time_column.as_deref().map(|c| keys.col(c)).transpose()?,
     })
@@ -266,6 +274,15 @@ impl Profile {
         let zone: Tz =
             spec.zone.parse().map_err(|_| keys.bad(format!("unknown zone {:?}", spec.zone)))?;
         let fields = fields(&spec, &keys)?;
+        let names = std::iter::once(spec.platform.as_deref().unwrap_or(&spec.name))
+            .chain(spec.providers.iter().map(|p| p.platform.as_str()));
+        for name in names {
+            if !super::fields::is_platform_name(name) {
+                return Err(keys.bad(format!(
+                    "{name:?} cannot name a platform: 1 to 40 lower-case letters, digits, `-` or `_`"
+                )));
+            }
+        }
         if !matches!(spec.period.from.as_deref(), None | Some("posted") | Some("start")) {
             return Err(keys.bad("[period] from must be \"posted\" or \"start\"".into()));
         }
@@ -369,6 +386,7 @@ impl Profile {
             texts: Vec::new(),
             unmapped: None,
             unmapped_bytes: Vec::new(),
+            last_provider: None,
         }
     }
     /// Whether each row is read on its own (no rule looks at other rows): the rows of a big

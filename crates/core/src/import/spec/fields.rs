@@ -3,7 +3,8 @@
 
 use std::borrow::Cow;
 
-use super::parser::{Facts, amount_at};
+use super::amounts::amount_at;
+use super::parser::{Facts, Parser};
 use super::*;
 use crate::charge::Category;
 use crate::error::{RowError, RowProblem};
@@ -86,4 +87,86 @@ pub(super) fn gpu_count(
             u16::try_from(n.trunc().mantissa()).map_err(|_| row.error(i, RowProblem::NotGpuCount))
         })
         .transpose()
+}
+
+impl Parser<'_> {
+    /// A row's platform: the one it names itself (`platform`: gpuaudit's own FOCUS export),
+    /// else that of the provider it names (`provider`, [`Parser::provider_platform`]), else
+    /// the profile's; and the platform its identity is hashed with when that is not the
+    /// charge's (the profile's own, for a platform that comes from the provider: such rows
+    /// were imported on the profile's platform before providers were told apart, and keep
+    /// their ids).
+    pub(super) fn row_platform<'t>(
+        &mut self,
+        row: &Row<'_>,
+        named: Option<&'t str>,
+        provider: Option<&str>,
+    ) -> Result<(&'t str, Option<&'static str>), RowError> {
+        let p = self.profile;
+        match (named, provider) {
+            (Some(name), _)
+                if is_platform_name(name) && crate::platforms::kept_name(name).is_some() =>
+            {
+                Ok((name, None))
+            }
+            (Some(name), _) => {
+                let i = p.fields.platform.unwrap_or_default();
+                Err(row.error(i, RowProblem::NotPlatform(name.to_owned())))
+            }
+            (None, Some(provider)) => {
+                let platform = self.provider_platform(row, provider)?;
+                Ok((platform, Some(p.platform).filter(|own| *own != platform)))
+            }
+            (None, None) => Ok((p.platform, None)),
+        }
+    }
+
+    /// The platform of the provider a row names (`[[providers]]`), else its name made a
+    /// platform name; a row naming more providers than the ledger keeps names is refused.
+    fn provider_platform(
+        &mut self,
+        row: &Row<'_>,
+        provider: &str,
+    ) -> Result<&'static str, RowError> {
+        if let Some((last, platform)) = &self.last_provider
+            && last == provider
+        {
+            return Ok(platform);
+        }
+        let p = self.profile;
+        let named = p
+            .spec
+            .providers
+            .iter()
+            .find(|e| e.names.iter().any(|n| n.eq_ignore_ascii_case(provider)));
+        let name = match named {
+            Some(e) => Some(e.platform.clone()),
+            None => platform_name_of(provider),
+        };
+        let kept = name.as_deref().and_then(crate::platforms::kept_name);
+        let column = p.fields.provider.unwrap_or_default();
+        let platform =
+            kept.ok_or_else(|| row.error(column, RowProblem::NotPlatform(provider.to_owned())))?;
+        self.last_provider = Some((provider.to_owned(), platform));
+        Ok(platform)
+    }
+}
+
+/// A provider's name made a platform name: ASCII letters and digits lower-cased, every other
+/// run of characters one `-`, at most 40 (`Snowflake Inc.` → `snowflake-inc`); `None` when
+/// nothing is left.
+fn platform_name_of(provider: &str) -> Option<String> {
+    let mut name = String::new();
+    for c in provider.chars() {
+        if c.is_ascii_alphanumeric() {
+            name.push(c.to_ascii_lowercase());
+        } else if !name.is_empty() && !name.ends_with('-') {
+            name.push('-');
+        }
+        if name.len() >= 40 {
+            break;
+        }
+    }
+    let name = name.trim_end_matches('-');
+    (!name.is_empty()).then(|| name.to_owned())
 }

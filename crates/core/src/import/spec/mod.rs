@@ -20,10 +20,18 @@
 //!    the file is read.
 //! 5. `[period]`: a billing-period column, or the local month of the posting time (`from =
 //!    "posted"`), else of the start.
+//! 6. The platform: a `platform` column's (gpuaudit's own export), else `[[providers]]`' for
+//!    the provider a `provider` column names (a FOCUS file holding several clouds), else the
+//!    profile's.
+//!
+//! Amounts with more decimals than the ledger keeps (12) are rounded half to even and counted
+//! (`amounts.rs`); dates with the year last are read in the profile's `date_order`, and
+//! refused without one.
 //!
 //! Profiles live as long as the program: a loaded profile is leaked on purpose (a few KB),
 //! which lets every profile, built-in or not, be a `&'static Profile`.
 
+mod amounts;
 mod compile;
 mod fields;
 mod parser;
@@ -31,12 +39,13 @@ mod registry;
 mod schema;
 
 pub use crate::charge::UnitPriceOf;
+pub use amounts::Rounded;
 pub use compile::Profile;
 use compile::*;
+pub use parser::Parsed;
 pub(crate) use parser::Parser;
-pub use parser::{Parsed, Rounded};
 pub use registry::{builtin, load_dir, with_extra};
 pub use schema::{
     ClassRule, Classifier, ColumnSpec, Direction, Extract, GpuModel, OneOrMany, PeriodSpec,
-    ProfileSpec, ResourceRule, SignSpec, SpanRule, TimeRule, TimesSpec,
+    ProfileSpec, ProviderSpec, ResourceRule, SignSpec, SpanRule, TimeRule, TimesSpec,
 };

@@ -7,15 +7,14 @@ use std::collections::HashMap;
 use chrono::{DateTime, Datelike, Duration, Utc};
 
 use super::*;
-use rust_decimal::Decimal;
 
 use crate::charge::Charge;
 use crate::charge::{Category, Kind, Pricing, YearMonth, local_midnight};
 use crate::error::{Result, RowError, RowProblem};
 use crate::import::row::Row;
-use crate::parse::{NumberFormat, ReadAmount};
 
-use super::fields::{find_instance, gpu_count, gpu_model, is_platform_name, resource_of};
+use super::amounts::{Rounded, money, read_at};
+use super::fields::{find_instance, gpu_count, gpu_model, resource_of};
 
 /// A charge read from a row, with the row's native id when the format has one.
 #[derive(Debug, Clone)]
@@ -31,6 +30,11 @@ pub struct Parsed {
     pub unmapped: Option<u128>,
     /// The row's amounts that had more decimals than the ledger keeps, rounded.
     pub rounded: Rounded,
+    /// The platform the row's identity is hashed with, when it is not the charge's: the
+    /// profile's own, for a row whose platform comes from the provider it names (such rows
+    /// were imported on the profile's platform before providers were told apart, and keep
+    /// their ids).
+    pub identity_platform: Option<&'static str>,
 }
 
 impl Parsed {
@@ -41,18 +45,9 @@ impl Parsed {
             native_id: None,
             unmapped: None,
             rounded: Rounded::default(),
+            identity_platform: None,
         }
     }
-}
-
-/// The amounts of a row rounded to the ledger's 12 decimals ([`crate::parse::read_amount`]).
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct Rounded {
-    /// How many of its amounts (money and quantities) were rounded.
-    pub amounts: u32,
-    /// The bill's billed cost minus the charge's (exact to the 28th decimal): what the
-    /// ledger's totals differ from the bill's by.
-    pub billed_off: Decimal,
 }
 
 /// Row values the rules see.
@@ -164,6 +159,8 @@ pub(crate) struct Parser<'p> {
     pub(super) unmapped: Option<Vec<(usize, String)>>,
     /// The bytes of a row's unmapped cells, kept (empty) for the next row.
     pub(super) unmapped_bytes: Vec<u8>,
+    /// The last provider named and its platform: a bill names one provider row after row.
+    pub(super) last_provider: Option<(String, &'static str)>,
 }
 
 /// The hash of a row's non-empty cells among `unmapped` (index, lower-case name), in name
@@ -187,34 +184,6 @@ pub(super) fn unmapped_key(
         bytes.push(0x1e);
     }
     Ok(any.then(|| xxhash_rust::xxh3::xxh3_128(bytes)))
-}
-
-/// The row's direction (`[sign] direction`): expense or income by the column's words; a row
-/// without the cell is an expense when its amount is negative.
-fn direction(
-    p: &Profile,
-    row: &Row<'_>,
-    texts: &[Option<Cow<'_, str>>],
-    billed: rust_decimal::Decimal,
-) -> Result<Option<Direction>, RowError> {
-    let Some(i) = p.direction else { return Ok(None) };
-    let sign = &p.spec.sign;
-    Ok(Some(match texts[i].as_deref() {
-        Some(d) if sign.expense.iter().any(|w| d.contains(w.as_str())) => Direction::Expense,
-        Some(d) if sign.income.iter().any(|w| d.contains(w.as_str())) => Direction::Income,
-        Some(d) => {
-            let words = [sign.expense.join("/"), sign.income.join("/")];
-            return Err(row.error(
-                i,
-                RowProblem::NotDirection {
-                    text: d.to_string(),
-                    words: Box::new([words[0].to_string(), words[1].to_string()]),
-                },
-            ));
-        }
-        None if billed.is_sign_negative() => Direction::Expense,
-        None => Direction::Income,
-    }))
 }
 
 /// A row's start, end, and for a row kept until the file is read (its span is since the
@@ -409,61 +378,6 @@ impl Parser<'_> {
     }
 }
 
-/// The amount in column `i`, read with the profile's number format; `None` when empty.
-pub(super) fn amount_at(
-    row: &Row<'_>,
-    texts: &[Option<Cow<'_, str>>],
-    i: usize,
-    numbers: NumberFormat,
-) -> Result<Option<Decimal>, RowError> {
-    Ok(read_at(row, texts, i, numbers)?.map(|r| r.value))
-}
-
-/// [`amount_at`] with what rounding took off it ([`crate::parse::read_amount`]).
-fn read_at(
-    row: &Row<'_>,
-    texts: &[Option<Cow<'_, str>>],
-    i: usize,
-    numbers: NumberFormat,
-) -> Result<Option<ReadAmount>, RowError> {
-    match cell(row, texts, i)? {
-        Some(text) => crate::parse::read_amount(&text, numbers)
-            .map_err(|m| row.error(i, RowProblem::Amount(m))),
-        None => Ok(None),
-    }
-}
-
-/// The billed and list amounts, the billed one with the sign the direction column gives
-/// (when the profile has one), and that direction; what rounding took off them is counted in
-/// `rounded`.
-fn money(
-    p: &Profile,
-    row: &Row<'_>,
-    texts: &[Option<Cow<'_, str>>],
-    rounded: &mut Rounded,
-) -> Result<(Decimal, Option<Decimal>, Option<Direction>), RowError> {
-    let (f, numbers) = (&p.fields, p.number_format());
-    let read = read_at(row, texts, f.billed_cost, numbers)?
-        .ok_or_else(|| row.error(f.billed_cost, RowProblem::NoAmount))?;
-    let list = match f.list_cost {
-        Some(i) => read_at(row, texts, i, numbers)?,
-        None => None,
-    };
-    rounded.amounts += u32::from(read.rounded) + u32::from(list.is_some_and(|l| l.rounded));
-    rounded.billed_off = read.rounded_off;
-    let billed = read.value;
-    let direction = direction(p, row, texts, billed)?;
-    let billed = match direction {
-        Some(Direction::Expense) => billed.abs(),
-        Some(Direction::Income) => -billed.abs(),
-        None => billed,
-    };
-    if billed.is_sign_negative() != read.value.is_sign_negative() {
-        rounded.billed_off = -rounded.billed_off;
-    }
-    Ok((billed, list.map(|l| l.value), direction))
-}
-
 impl Parser<'_> {
     /// A row into `out`, in the steps of the module docs: cells, money and sign, kind,
     /// category and pricing, instance and resource, times and span, billing period, GPU,
@@ -500,17 +414,10 @@ impl Parser<'_> {
         let gpu_count = gpu_count(row, &facts.texts, f.gpu_count, numbers)?.or(gpus.flatten());
         let item = p.item.iter().find_map(|&i| facts.texts[i].as_deref()).unwrap_or("");
         let text = |i: Option<usize>| i.and_then(|i| facts.texts[i].as_deref());
-        // A platform or GPU model the row names itself (gpuaudit's own FOCUS export).
-        let platform = match text(f.platform) {
-            Some(name) if is_platform_name(name) && crate::platforms::kept_name(name).is_some() => {
-                name
-            }
-            Some(name) => {
-                let i = f.platform.unwrap_or_default();
-                return Err(row.error(i, RowProblem::NotPlatform(name.to_owned())));
-            }
-            None => p.platform,
-        };
+        // A platform or GPU model the row names itself (gpuaudit's own FOCUS export), or the
+        // provider it names (FOCUS from the clouds).
+        let (platform, identity_platform) =
+            self.row_platform(row, text(f.platform), text(f.provider))?;
         let gpu_model = text(f.gpu_model).filter(|_| category == Category::Compute).or(gpu_model);
         let file = self.file.get_or_insert_with(|| row.path().display().to_string());
         let parsed = out.get_or_insert_with(Parsed::blank);
@@ -522,6 +429,9 @@ impl Parser<'_> {
         let account =
             text(f.account).filter(|a| !(named && *a == crate::export::provider_name(platform)));
         set_opt(&mut c.account, account);
+        set_opt(&mut c.sub_account, text(f.sub_account));
+        set_opt(&mut c.account_name, text(f.account_name));
+        set_opt(&mut c.sub_account_name, text(f.sub_account_name));
         c.billing_period = billing_period;
         c.charge_start = start;
         c.charge_end = end;
@@ -549,6 +459,7 @@ impl Parser<'_> {
         set(&mut c.currency, text(f.currency).unwrap_or(&p.spec.currency));
         c.balance_after = amount_of(&facts.texts, f.balance_after)?;
         parsed.rounded = rounded;
+        parsed.identity_platform = identity_platform;
         set(&mut c.origin.file, file);
         c.origin.line = row.line();
         set(&mut c.origin.item, item);

@@ -82,6 +82,12 @@ pub struct ProfileSpec {
     /// GPU models by the prefix of a column (compute rows only).
     #[serde(default)]
     pub gpu_models: Vec<GpuModel>,
+    /// The platform of a row by the provider its `provider` column names (a FOCUS file may
+    /// hold several clouds' charges): the entry whose names hold the cell (ASCII case
+    /// ignored), else the cell made a platform name (`Snowflake Inc.` → `snowflake-inc`).
+    /// A profile without a `provider` column puts every row on its own platform.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub providers: Vec<ProviderSpec>,
 }
 
 /// A column name, or a list of them.
@@ -132,10 +138,13 @@ pub(super) fn default_currency() -> String {
 #[serde(deny_unknown_fields)]
 pub struct ColumnSpec {
     /// A ledger field (`posted`, `charge_start`, `charge_end`, `billing_period`, `account`,
-    /// `resource_id`, `resource_name`, `region`, `quantity`, `unit`, `unit_price`, `list_cost`,
-    /// `billed_cost`, `currency`, `balance_after`, `gpu_count`) or a name the rules use.
+    /// `account_name`, `sub_account`, `sub_account_name`, `resource_id`, `resource_name`,
+    /// `region`, `quantity`, `unit`, `unit_price`, `list_cost`, `billed_cost`, `currency`,
+    /// `balance_after`, `gpu_count`) or a name the rules use.
     pub key: String,
-    /// Header names, trimmed, ASCII case ignored; the first is shown in errors.
+    /// Header names, trimmed, ASCII case ignored, in order of preference: the first present
+    /// in a file is read (they may be spellings of one column, or different columns that can
+    /// stand for it); the first is shown in errors.
     pub aliases: Vec<String>,
     /// Whether a file without it is not of this format.
     #[serde(default)]
@@ -302,6 +311,16 @@ pub struct ResourceRule {
     /// Or a template with `{instance}`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub template: Option<String>,
+}
+
+/// A provider's platform and the names bills give it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ProviderSpec {
+    /// The ledger's platform for its rows.
+    pub platform: String,
+    /// The texts of the `provider` column that name it.
+    pub names: Vec<String>,
 }
 
 /// A GPU model named by the prefix of a column's value.
