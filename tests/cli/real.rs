@@ -194,3 +194,23 @@ fn focus_from_the_clouds_keeps_providers_and_sub_accounts_through_a_round_trip()
         assert_eq!(by("a", keys), by("b", keys), "by {keys}");
     }
 }
+
+/// Azure's other header sets, made from the real EA export (the German portal's localised
+/// headers with the English name in parentheses; MCA's camelCase names with ISO dates), read
+/// to the same ledger as the export itself.
+#[test]
+fn azure_header_sets_read_alike() {
+    let dir = workdir();
+    let d = dir.path();
+    let summary = |file: &str, ledger: &str| {
+        let out = gpuaudit(d, &["--ledger", ledger, "import", file]);
+        assert!(out.status.success(), "{file}: {}", stderr(&out));
+        let by = "month,sub_account,category,platform";
+        let out = gpuaudit(d, &["--ledger", ledger, "summary", "--by", by, "--format", "csv"]);
+        stdout(&out)
+    };
+    let real = summary("fixtures/real/azure-ea/EA_ActualCost_Small.csv", "real");
+    assert!(real.contains("1caaa5a3-2b66-438e-8ab4-bce37d518c5d"), "{real}");
+    assert_eq!(summary("fixtures/azure/valid/localised_headers_de.csv", "de"), real);
+    assert_eq!(summary("fixtures/azure/valid/camel_case_iso_dates.csv", "camel"), real);
+}
