@@ -214,3 +214,70 @@ fn azure_header_sets_read_alike() {
     assert_eq!(summary("fixtures/azure/valid/localised_headers_de.csv", "de"), real);
     assert_eq!(summary("fixtures/azure/valid/camel_case_iso_dates.csv", "camel"), real);
 }
+
+/// A ledger written before sub accounts (`fixtures/ledgers/before_sub_accounts.tar.gz`, see
+/// its README) reads as it did, finds every charge of its bills again (no id changed: the
+/// newly read columns still count as cells in a row's identity, and FOCUS rows put on their
+/// provider's platform keep the profile's in it), and takes new imports beside its part files.
+#[test]
+fn a_ledger_written_before_sub_accounts_reads_as_before_and_keeps_its_ids() {
+    let dir = workdir();
+    let d = dir.path();
+    let tarball = super::root().join("fixtures/ledgers/before_sub_accounts.tar.gz");
+    let untar = std::process::Command::new("tar")
+        .args(["xzf", tarball.to_str().unwrap(), "-C", d.to_str().unwrap()])
+        .status()
+        .unwrap();
+    assert!(untar.success());
+    // The sample as the old version could read it: without the sub account columns.
+    let mut reader =
+        csv::Reader::from_path(d.join("fixtures/real/focus-sample/focus_sample.csv")).unwrap();
+    let header = reader.headers().unwrap().clone();
+    let keep: Vec<usize> =
+        (0..header.len()).filter(|&i| !header[i].starts_with("SubAccount")).collect();
+    let mut writer =
+        csv::Writer::from_path(d.join("focus_sample_without_sub_accounts.csv")).unwrap();
+    writer.write_record(keep.iter().map(|&i| &header[i])).unwrap();
+    for record in reader.records() {
+        let record = record.unwrap();
+        writer.write_record(keep.iter().map(|&i| &record[i])).unwrap();
+    }
+    writer.flush().unwrap();
+    drop(writer);
+    let run = |args: &[&str]| {
+        let mut all = vec!["--ledger", "old"];
+        all.extend_from_slice(args);
+        let out = gpuaudit(d, &all);
+        assert!(out.status.success(), "{args:?}: {}", stderr(&out));
+        stdout(&out)
+    };
+    // The symlink manifests name files by their absolute paths: made again where it now is.
+    run(&["ledger", "--manifests"]);
+    assert!(run(&["ledger", "--verify"]).contains("every file is as the manifest says"));
+    let before = std::fs::read_to_string(d.join("summary_before.csv")).unwrap();
+    assert_eq!(run(&["summary", "--by", "platform,month", "--format", "csv"]), before);
+    let mut bills: Vec<String> = std::fs::read_dir(d.join("examples/bills"))
+        .unwrap()
+        .map(|e| format!("examples/bills/{}", e.unwrap().file_name().to_string_lossy()))
+        .collect();
+    bills.sort();
+    bills.extend([
+        "fixtures/aws-cur/valid/legacy_headers.csv".to_owned(),
+        "fixtures/focus/valid/commitment_discount_usage_scenario_3.csv".to_owned(),
+        "focus_sample_without_sub_accounts.csv".to_owned(),
+    ]);
+    let mut again = vec!["import"];
+    again.extend(bills.iter().map(String::as_str));
+    let out = run(&again);
+    assert!(out.contains("nothing new: the ledger is unchanged"), "{out}");
+    assert_eq!(run(&["summary", "--by", "platform,month", "--format", "csv"]), before);
+    let none = run(&["summary", "--by", "sub_account", "--format", "csv"]);
+    assert!(rows(&none).iter().all(|r| r["sub_account"].is_empty()), "{none}");
+    // New charges beside the old: the sample with its sub accounts.
+    run(&["import", "fixtures/real/focus-sample/focus_sample.csv"]);
+    let by = rows(&run(&["summary", "--by", "platform,sub_account", "--format", "csv"]));
+    assert!(by.iter().any(|r| r["platform"] == "aws" && r["sub_account"] == "11353890204"));
+    assert!(by.iter().any(|r| r["platform"] == "focus" && r["sub_account"].is_empty()));
+    run(&["waste", "--month", "2024-05"]);
+    run(&["export", "--focus", "-o", "all.csv"]);
+}

@@ -23,10 +23,12 @@ pub struct Column {
     pub required: bool,
 }
 
-/// Ledger fields added after charge identities were fixed (the sub account, the accounts'
-/// names): a row's content identity still hashes their cells as cells the profile does not
-/// read, so that reading them into the ledger changed no charge's id.
-pub(crate) const HASHED_AS_CELLS: [&str; 3] = ["sub_account", "account_name", "sub_account_name"];
+/// Columns profiles read since charge identities were fixed (the sub account, the accounts'
+/// names, the provider that gives a FOCUS row its platform): a row's content identity still
+/// hashes their cells as cells the profile does not read, so that reading them changed no
+/// charge's id (`tests/cli/real.rs` re-imports into a ledger written before).
+pub(crate) const HASHED_AS_CELLS: [&str; 4] =
+    ["sub_account", "account_name", "sub_account_name", "provider"];
 
 /// One data row of a bill, with accessors that report problems at its location.
 pub struct Row<'a> {
