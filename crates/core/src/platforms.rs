@@ -43,8 +43,10 @@ impl Platforms {
     pub fn of_profiles(profiles: &[&'static Profile]) -> Self {
         let mut platforms = Platforms::none();
         for p in profiles {
-            platforms.set_zone(p.platform(), p.zone());
-            platforms.unit_price_of.insert(p.platform().to_owned(), p.unit_price_of());
+            for name in std::iter::once(p.platform()).chain(p.former_platform()) {
+                platforms.set_zone(name, p.zone());
+                platforms.unit_price_of.insert(name.to_owned(), p.unit_price_of());
+            }
         }
         platforms
     }

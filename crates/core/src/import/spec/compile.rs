@@ -72,6 +72,7 @@ pub struct Profile {
     pub(super) source: String,
     pub(super) name: &'static str,
     pub(super) platform: &'static str,
+    pub(super) former_platform: Option<&'static str>,
     pub(super) description: &'static str,
     pub(super) columns: &'static [Column],
     pub(super) zone: Tz,
@@ -275,7 +276,8 @@ impl Profile {
             spec.zone.parse().map_err(|_| keys.bad(format!("unknown zone {:?}", spec.zone)))?;
         let fields = fields(&spec, &keys)?;
         let names = std::iter::once(spec.platform.as_deref().unwrap_or(&spec.name))
-            .chain(spec.providers.iter().map(|p| p.platform.as_str()));
+            .chain(spec.providers.iter().map(|p| p.platform.as_str()))
+            .chain(spec.former_platform.as_deref());
         for name in names {
             if !super::fields::is_platform_name(name) {
                 return Err(keys.bad(format!(
@@ -301,6 +303,7 @@ impl Profile {
         let profile = Profile {
             name: leak(&spec.name),
             platform: leak(spec.platform.as_deref().unwrap_or(&spec.name)),
+            former_platform: spec.former_platform.as_deref().map(leak),
             description: leak(&spec.description),
             columns: columns(&spec),
             zone,
@@ -351,6 +354,10 @@ impl Profile {
     /// Short stable name, used by `--profile`.
     pub fn name(&self) -> &'static str {
         self.name
+    }
+    /// The platform this profile's charges were stored under before it was renamed, if any.
+    pub fn former_platform(&self) -> Option<&'static str> {
+        self.former_platform
     }
     /// The ledger's `platform` of the charges the profile reads (its name unless it says
     /// otherwise).

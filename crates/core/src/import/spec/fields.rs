@@ -93,9 +93,9 @@ impl Parser<'_> {
     /// A row's platform: the one it names itself (`platform`: gpuaudit's own FOCUS export),
     /// else that of the provider it names (`provider`, [`Parser::provider_platform`]), else
     /// the profile's; and the platform its identity is hashed with when that is not the
-    /// charge's (the profile's own, for a platform that comes from the provider: such rows
+    /// charge's: the profile's own, for a platform that comes from the provider (such rows
     /// were imported on the profile's platform before providers were told apart, and keep
-    /// their ids).
+    /// their ids), and the profile's former platform for its own rows.
     pub(super) fn row_platform<'t>(
         &mut self,
         row: &Row<'_>,
@@ -117,7 +117,7 @@ impl Parser<'_> {
                 let platform = self.provider_platform(row, provider)?;
                 Ok((platform, Some(p.platform).filter(|own| *own != platform)))
             }
-            (None, None) => Ok((p.platform, None)),
+            (None, None) => Ok((p.platform, p.former_platform)),
         }
     }
 

@@ -16,6 +16,12 @@ pub struct ProfileSpec {
     /// (Tencent's 明细账单 and 资源账单) put their charges on the same platform.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub platform: Option<String>,
+    /// The platform this profile's charges were stored under before it was renamed (AWS's
+    /// `aws-cur`): its rows' ids are still hashed with it, so that a re-import finds the
+    /// charges a ledger already holds, and charges stored under it are described by this
+    /// profile (their zone, what their unit prices multiply to).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub former_platform: Option<String>,
     /// One line saying what the format is.
     #[serde(default)]
     pub description: String,
