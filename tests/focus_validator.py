@@ -3,7 +3,8 @@
 
 usage: python3 tests/focus_validator.py PATH/TO/gpuaudit VENV
 
-For the example bills and for every valid fixture, a ledger is built, exported with
+For the example bills, every valid fixture and every real export (fixtures/real/), a ledger is
+built, exported with
 `gpuaudit export --focus` (CSV; Parquet too for the example and two fixtures) and validated
 offline by PyPI `focus-validator` (installed in VENV, Python >= 3.12) as FOCUS 1.2. The
 validator exits 0 even when rules fail, so its unittest report is read: any failed or erring
@@ -80,6 +81,9 @@ def ledgers():
         for bill in sorted(valid.iterdir()):
             args = ["import"] + (["--profile", str(profile)] if profile else []) + [str(bill)]
             yield str(bill.relative_to(ROOT)), [args]
+    # The real exports third parties published (fixtures/real/), each a ledger of its own.
+    for bill in sorted((ROOT / "fixtures/real").glob("*/*.csv")):
+        yield str(bill.relative_to(ROOT)), [["import", str(bill)]]
 
 
 def main():

@@ -255,17 +255,84 @@ fn pricing_category(p: Pricing) -> Value<'static> {
 }
 
 /// A bill's unit in FOCUS's UnitFormat: time and data-size units by their FOCUS names, counts
-/// (次, 个) as `Units`; an ASCII unit as it is; any other as `Units` (the bill's own word
-/// stays in `x_Unit`).
-pub fn focus_unit(unit: &str) -> &str {
+/// (次, 个) as `Units`; Azure's units of measure with a count (`1 Hour` → `Hours`, `10 GB` →
+/// `10 GB`, `10K` → `10000 Units`, `1/Month` → `Months`); an ASCII unit as it is; any other as
+/// `Units` (the bill's own word stays in `x_Unit`).
+pub fn focus_unit(unit: &str) -> Cow<'_, str> {
+    let unit = unit_named(unit);
+    if conforms(&unit) {
+        return unit;
+    }
+    // Repairs of what real bills write: a singular time after a hyphen (`Obj-Month`), hyphens
+    // inside a count (`Lambda-GB-Seconds`); else `Units` (the bill's word stays in `x_Unit`).
+    let (head, time) = unit.rsplit_once('-').unwrap_or((&unit, ""));
+    let time = time_unit(&time.to_ascii_lowercase()).unwrap_or("");
+    let repaired = match time {
+        "" => unit.replace('-', " "),
+        time => format!("{}-{time}", head.replace('-', " ")),
+    };
+    if conforms(&repaired) { Cow::Owned(repaired) } else { Cow::Borrowed("Units") }
+}
+
+/// Whether `unit` is in FOCUS's UnitFormat, as the FinOps Foundation's validator checks it
+/// (`focus_validator`'s `FormatUnit`): a data size, a time or a count; one of them per plural
+/// time (`GB-Hours`), per singular time (`GB/Hour`), per a count of plural times
+/// (`Requests/3 Months`); or a count of them (`1000 Requests`).
+fn conforms(unit: &str) -> bool {
+    static FORMAT: std::sync::OnceLock<Option<regex::Regex>> = std::sync::OnceLock::new();
+    let format = FORMAT.get_or_init(|| {
+        let size = "b|Kb|Mb|Gb|Tb|Pb|Eb|B|KB|MB|GB|TB|PB|EB|Kib|Mib|Gib|Tib|Pib|Eib|KiB|MiB|GiB|TiB|PiB|EiB";
+        let one = "Year|Month|Day|Hour|Minute|Second";
+        let many = "Years|Months|Days|Hours|Minutes|Seconds";
+        let count = "[A-Za-z][A-Za-z0-9]*(?: +[A-Za-z][A-Za-z0-9]*)*";
+        let unit = format!("(?:{size}|{one}|{many}|{count})");
+        let pattern = format!(
+            "^(?:{unit}|(?:{size}|{count})-(?:{many})|(?:{size}|{count}|{many})/(?:{one})|[0-9]+ {unit}|(?:{size}|{count}|{many})/[0-9]+ (?:{many}))$"
+        );
+        regex::Regex::new(&pattern).ok()
+    });
+    format.as_ref().is_some_and(|f| f.is_match(unit))
+}
+
+/// [`focus_unit`] before its check against the UnitFormat.
+fn unit_named(unit: &str) -> Cow<'_, str> {
     let u = unit.trim();
+    // Azure: `10K`, `1M` (a count of thousands or millions), `1/Month`, `100 Hours`.
+    let digits = u.bytes().take_while(u8::is_ascii_digit).count();
+    if digits > 0 && digits <= 9 {
+        let (n, rest) = (&u[..digits], u[digits..].trim_start());
+        let count: u64 = n.parse().unwrap_or(1);
+        match rest {
+            "K" | "k" => return Cow::Owned(format!("{} Units", count * 1_000)),
+            "M" => return Cow::Owned(format!("{} Units", count * 1_000_000)),
+            _ => {}
+        }
+        let per = rest.strip_prefix('/').map(str::trim);
+        let named = focus_unit_word(per.unwrap_or(rest));
+        if let Some(named) = named {
+            return if count == 1 || per.is_some() {
+                Cow::Borrowed(named)
+            } else {
+                Cow::Owned(format!("{count} {named}"))
+            };
+        }
+    }
+    focus_unit_word(u).map_or_else(
+        || Cow::Borrowed(if u.is_ascii() && !u.is_empty() { u } else { "Units" }),
+        Cow::Borrowed,
+    )
+}
+
+/// [`focus_unit`] of a unit without a count: its FOCUS name, if it is a time, a data size or a
+/// size over a time.
+fn focus_unit_word(u: &str) -> Option<&'static str> {
     let lower = u.to_ascii_lowercase();
     // A size over a time (AWS's GB-Mo, GB-Hours): FOCUS writes GB-Months, GB-Hours.
     if let Some((size, time)) = lower.split_once(['-', '*', '·'])
         && let Some(size) = size_unit(size)
         && let Some(time) = time_unit(time)
     {
-        return match (size, time) {
+        return Some(match (size, time) {
             ("GB", "Months") => "GB-Months",
             ("GB", "Hours") => "GB-Hours",
             ("GB", "Days") => "GB-Days",
@@ -274,18 +341,9 @@ pub fn focus_unit(unit: &str) -> &str {
             ("GiB", "Days") => "GiB-Days",
             ("TB", "Months") => "TB-Months",
             _ => "Units",
-        };
+        });
     }
-    if let Some(time) = time_unit(&lower) {
-        return time;
-    }
-    if let Some(size) = size_unit(&lower) {
-        return size;
-    }
-    match lower.as_str() {
-        _ if u.is_ascii() && !u.is_empty() => u,
-        _ => "Units",
-    }
+    time_unit(&lower).or_else(|| size_unit(&lower))
 }
 
 /// A time unit's FOCUS name.
@@ -356,7 +414,7 @@ columns! {
     "PricingUnit": Text = |c| match (c.unit, c.quantity) {
         _ if c.kind == Kind::Tax => Value::Null,
         (_, None) => Value::Null,
-        (Some(u), Some(_)) => text(focus_unit(u)),
+        (Some(u), Some(_)) => Value::Text(focus_unit(u)),
         (None, Some(_)) => text("Units"),
     };
     "ProviderName": Text = provider;
@@ -465,7 +523,24 @@ mod tests {
         let units = ["小时", "Hrs", "GB-Mo", "GB-Month", "gb", "次", "Requests", "GiB-Hours"];
         let focus =
             ["Hours", "Hours", "GB-Months", "GB-Months", "GB", "Units", "Requests", "GiB-Hours"];
-        assert_eq!(units.map(focus_unit), focus);
+        assert_eq!(units.map(|u| focus_unit(u).into_owned()), focus);
+        let azure = ["1 Hour", "10K", "1K", "1/Month", "1 GB", "100 Hours", "1M", "1 Hour/Month"];
+        let want = [
+            "Hours",
+            "10000 Units",
+            "1000 Units",
+            "Months",
+            "GB",
+            "100 Hours",
+            "1000000 Units",
+            "Units",
+        ];
+        assert_eq!(azure.map(|u| focus_unit(u).into_owned()), want);
+        // What real exports write (AWS's pricing/unit, FOCUS exports' PricingUnit).
+        let real =
+            ["Obj-Month", "Lambda-GB-Seconds", "GiB/Second-Months", "GB/Month", "Units/Hour"];
+        let want = ["Obj-Months", "Lambda GB-Seconds", "Units", "GB/Month", "Units/Hour"];
+        assert_eq!(real.map(|u| focus_unit(u).into_owned()), want);
         assert_eq!(csv_text(&Value::Decimal(Decimal::new(-5, 12))), "-0.000000000005");
         let t = chrono::TimeZone::with_ymd_and_hms(&Utc, 2024, 5, 31, 16, 0, 9).unwrap();
         assert_eq!(csv_text(&Value::Time(t)), t.format("%Y-%m-%dT%H:%M:%SZ").to_string());
