@@ -125,6 +125,36 @@ fn a_folder_with_a_manifest_imports_the_files_it_lists_and_says_what_it_skipped(
     assert_eq!(skipped[1].0, "data/BILLING_PERIOD=2024-05/focus-export-00000.csv.gz");
     assert!(skipped[1].1.starts_with("not listed in "), "{}", skipped[1].1);
 
+    // The listed part decompressed by the user (`.csv` for the manifest's `.csv.gz`) is the
+    // part: the same charges; with both forms present, the second is noted and not read.
+    let gz_ledger = Store::open(dir.path().join("gz"));
+    let from_gz =
+        gz_ledger.import(std::slice::from_ref(&export), &ImportOptions::default()).unwrap();
+    std::fs::remove_file(period.join("focus-export-00001.csv.gz")).unwrap();
+    std::fs::write(period.join("focus-export-00001.csv"), &focus).unwrap();
+    let plain_ledger = Store::open(dir.path().join("plain"));
+    let from_plain =
+        plain_ledger.import(std::slice::from_ref(&export), &ImportOptions::default()).unwrap();
+    assert_eq!(from_plain.files.len(), 1);
+    assert_eq!(from_plain.files[0].new, from_gz.files[0].new);
+    let ids = |s: &Store| -> Vec<_> {
+        let mut ids: Vec<_> =
+            s.load(&Default::default()).unwrap().into_iter().map(|c| c.id).collect();
+        ids.sort();
+        ids
+    };
+    assert_eq!(ids(&plain_ledger), ids(&gz_ledger));
+    std::fs::write(period.join("focus-export-00001.csv.gz"), gzip(&focus)).unwrap();
+    let both = Store::open(dir.path().join("both"));
+    let out = both.import(std::slice::from_ref(&export), &ImportOptions::default()).unwrap();
+    assert_eq!(out.files.len(), 1);
+    assert!(
+        out.skipped.iter().any(|s| s.reason.starts_with("another form of ")),
+        "{:?}",
+        out.skipped
+    );
+    std::fs::remove_file(period.join("focus-export-00001.csv")).unwrap();
+
     // A manifest that lists a file the folder does not have: the export is incomplete.
     let listing = serde_json::json!({"reportKeys": ["focus-export/data/BILLING_PERIOD=2024-05/focus-export-00002.csv.gz"]});
     std::fs::write(&manifest_path, listing.to_string()).unwrap();
@@ -132,6 +162,7 @@ fn a_folder_with_a_manifest_imports_the_files_it_lists_and_says_what_it_skipped(
     let err = store.import(std::slice::from_ref(&export), &ImportOptions::default()).unwrap_err();
     assert!(matches!(err.kind(), ErrorKind::Delivery { .. }), "{err}");
     assert!(err.to_string().contains("focus-export-00002.csv.gz, which is not in"), "{err}");
+    assert!(err.to_string().contains("in any form"), "{err}");
     assert_eq!(snapshot(store.root()), before);
 }
 

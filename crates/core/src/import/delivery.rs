@@ -24,7 +24,10 @@
 //!   `reportKeys`), exactly the files they list are imported (a listed file is matched by the
 //!   end of its key: its name and as many of its folders as the walk has), every other bill in
 //!   the walk is skipped with a note naming the manifest, and a listed file that is missing is
-//!   an error: the export is incomplete.
+//!   an error: the export is incomplete. A listed part is found in either form: the
+//!   manifest's `…csv.gz` decompressed by the user to `…csv` (or the other way round, and the
+//!   same for `.zst`) is that part; with both forms present the first in path order is read
+//!   and the other skipped with a note; a part missing in every form is the error, naming it.
 //! - A zip archive or a folder cannot come from standard input; a gzip stream can.
 
 use std::fs::File;
@@ -191,7 +194,9 @@ fn folder(dir: &Path, out: &mut Bills) -> Result<()> {
             listed.push((manifest.clone(), key));
         }
     }
-    let mut found = vec![false; listed.len()];
+    // Where each listed part was read from: a part may be present in either form (the
+    // manifest's `…csv.gz` decompressed to `…csv`, or the other way round), and is read once.
+    let mut found: Vec<Option<PathBuf>> = vec![None; listed.len()];
     for path in files {
         let name = file_name(&path);
         if !is_bill_name(&name) {
@@ -203,11 +208,23 @@ fn folder(dir: &Path, out: &mut Bills) -> Result<()> {
             continue;
         }
         let relative = path.strip_prefix(dir).unwrap_or(&path);
-        match listed.iter().position(|(_, key)| key_names(key, relative)) {
-            Some(i) => {
-                found[i] = true;
-                file(&path, out)?;
-            }
+        let exact = listed.iter().position(|(_, key)| key_names(key, relative));
+        let other_form = || listed.iter().position(|(_, key)| key_names_in_any_form(key, relative));
+        match exact.or_else(other_form) {
+            Some(i) => match &found[i] {
+                Some(first) => {
+                    let reason = format!(
+                        "another form of {}, which was read from {}",
+                        listed[i].1,
+                        first.display()
+                    );
+                    out.skipped.push(Skipped { path, reason });
+                }
+                None => {
+                    found[i] = Some(path.clone());
+                    file(&path, out)?;
+                }
+            },
             None => {
                 let names: Vec<String> =
                     manifests.iter().map(|m| m.display().to_string()).collect();
@@ -216,13 +233,28 @@ fn folder(dir: &Path, out: &mut Bills) -> Result<()> {
             }
         }
     }
-    if let Some(i) = found.iter().position(|f| !f) {
+    if let Some(i) = found.iter().position(Option::is_none) {
         let (manifest, key) = &listed[i];
-        let message =
-            format!("lists {key}, which is not in {}: the export is incomplete", dir.display());
+        let message = format!(
+            "lists {key}, which is not in {} in any form (compressed or not): the export is incomplete",
+            dir.display()
+        );
         return Err(delivery_error(manifest, message));
     }
     Ok(())
+}
+
+/// The compressions a part may have been delivered with and then undone (or done).
+const COMPRESSED: [&str; 3] = [".gz", ".zst", ".zstd"];
+
+/// [`key_names`] for a file that is the key's part in another form: the same name but for a
+/// compression suffix on one side (`export-00001.csv.gz` listed, `export-00001.csv` present).
+fn key_names_in_any_form(key: &str, relative: &Path) -> bool {
+    let strip = |s: &str| -> String {
+        COMPRESSED.iter().find_map(|c| s.strip_suffix(c)).unwrap_or(s).to_owned()
+    };
+    let file = relative.to_string_lossy();
+    key_names(&strip(key), Path::new(&strip(&file)))
 }
 
 fn file_name(path: &Path) -> String {
@@ -460,6 +492,12 @@ mod tests {
             file
         ));
         assert!(!key_names("export-00002.csv.gz", file));
+        let plain = Path::new("data/BILLING_PERIOD=2024-05/export-00001.csv");
+        assert!(!key_names("export-00001.csv.gz", plain));
+        assert!(key_names_in_any_form("export-00001.csv.gz", plain));
+        assert!(key_names_in_any_form("export-00001.csv", file));
+        assert!(!key_names_in_any_form("export-00001.parquet", plain));
+        assert!(!key_names_in_any_form("export-00002.csv.gz", plain));
     }
 
     #[test]
