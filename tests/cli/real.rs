@@ -281,3 +281,38 @@ fn a_ledger_written_before_sub_accounts_reads_as_before_and_keeps_its_ids() {
     run(&["waste", "--month", "2024-05"]);
     run(&["export", "--focus", "-o", "all.csv"]);
 }
+
+/// A file no profile fits, whose columns say which export it is, is told what to export
+/// instead (the closest profiles alone would not help: a Google Cloud export is nearest to
+/// Azure's by its `cost` and `currency`).
+#[test]
+fn exports_that_are_not_bills_are_told_what_to_export_instead() {
+    let dir = workdir();
+    let d = dir.path();
+    let cases = [
+        (
+            "fixtures/unknown/invalid/gcp_bigquery_export.csv",
+            "note: this is a Google Cloud billing export",
+        ),
+        (
+            "fixtures/unknown/invalid/aws_cost_explorer_report.csv",
+            "note: this is an AWS Cost Explorer report, which holds totals, not charges",
+        ),
+        (
+            "fixtures/unknown/invalid/oci_usage_report.csv",
+            "note: this is an OCI usage report, which holds no money",
+        ),
+        (
+            "fixtures/azure/invalid/no_currency_column.csv",
+            "note: this is an Azure export without its currency",
+        ),
+    ];
+    for (file, want) in cases {
+        let out = gpuaudit(d, &["import", file]);
+        assert_eq!(out.status.code(), Some(2), "{file}");
+        assert!(stderr(&out).contains(want), "{file}: {}", stderr(&out));
+    }
+    // A file whose columns say nothing gets no note.
+    let out = gpuaudit(d, &["import", "fixtures/unknown/invalid/unknown_header.csv"]);
+    assert!(!stderr(&out).contains("note:"), "{}", stderr(&out));
+}

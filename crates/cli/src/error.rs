@@ -38,7 +38,12 @@ impl CliError {
     fn hint(&self) -> Option<String> {
         let CliError::Library(e) = self else { return None };
         Some(match e.kind() {
-            ErrorKind::UnknownFormat { .. } => "\n  hint: name the format with --profile NAME, or write a profile file: `gpuaudit formats --show NAME` prints one to start from".to_owned(),
+            ErrorKind::UnknownFormat { header, .. } => {
+                let note = gpuaudit_core::import::export_advice(header)
+                    .map(|advice| format!("\n  note: {advice}"))
+                    .unwrap_or_default();
+                format!("{note}\n  hint: name the format with --profile NAME, or write a profile file: `gpuaudit formats --show NAME` prints one to start from")
+            }
             ErrorKind::InvalidRows { .. } => " (use --skip-invalid to import the valid rows)".to_owned(),
             // A rollup or look-back file is made from the batch's part files again.
             ErrorKind::Unreadable { path, .. } if gpuaudit_core::ledger::is_derived_file(path) => {

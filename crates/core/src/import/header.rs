@@ -155,3 +155,36 @@ pub(crate) fn choose(
     }
     Err(ErrorKind::UnknownFormat { location, header, closest }.into())
 }
+
+/// What to export instead, for a file no profile fits whose columns say which export it is:
+/// a platform's export that is not its bill of charges, or one gpuaudit does not read yet.
+/// `None` when the columns say nothing.
+pub fn export_advice(header: &[String]) -> Option<&'static str> {
+    let has = |name: &str| header.iter().any(|h| spelling(h) == spelling(name));
+    let any = |names: &[&str]| names.iter().any(|n| has(n));
+    if has("billing_account_id") && any(&["service.description", "sku.description", "cost_type"]) {
+        return Some(
+            "this is a Google Cloud billing export (BigQuery's standard or detailed usage cost table), which gpuaudit does not read yet: export FOCUS from Google Cloud (its BigQuery FOCUS view, saved as CSV or Parquet), which gpuaudit reads with the focus profile",
+        );
+    }
+    if header.first().is_some_and(|h| h.trim().eq_ignore_ascii_case("service"))
+        && header.iter().any(|h| h.trim_end().ends_with("($)"))
+    {
+        return Some(
+            "this is an AWS Cost Explorer report, which holds totals, not charges: export a Cost and Usage Report (CUR 2.0 or legacy CUR) or FOCUS 1.0 from AWS Data Exports",
+        );
+    }
+    if has("lineItem/referenceNo") && !has("cost/myCost") {
+        return Some(
+            "this is an OCI usage report, which holds no money: import the cost report of the same period (reports/cost-csv/…)",
+        );
+    }
+    if any(&["MeterCategory", "MeterName"])
+        && !any(&["BillingCurrencyCode", "BillingCurrency", "Currency"])
+    {
+        return Some(
+            "this is an Azure export without its currency: export Cost Management's cost details (actual or amortized cost), which carry BillingCurrency",
+        );
+    }
+    None
+}

@@ -49,7 +49,7 @@ use std::path::Path;
 use rust_decimal::Decimal;
 
 pub use decode::{Encoding, Window};
-pub use header::{HEADER_SEARCH_ROWS, Header};
+pub use header::{HEADER_SEARCH_ROWS, Header, export_advice};
 pub use input::STDIN;
 pub use profile::{profile_by_name, profiles};
 pub use row::{Column, Next, Row};
