@@ -316,3 +316,19 @@ fn exports_that_are_not_bills_are_told_what_to_export_instead() {
     let out = gpuaudit(d, &["import", "fixtures/unknown/invalid/unknown_header.csv"]);
     assert!(!stderr(&out).contains("note:"), "{}", stderr(&out));
 }
+
+/// An Azure GPU VM's day (the real EA export's VM row made an `NC24ads A100 v4`): `cost` gives
+/// its GPU model and GPU-hours from the meter's VM size.
+#[test]
+fn azure_gpu_hours_come_from_the_vm_size() {
+    let dir = workdir();
+    let d = dir.path();
+    let out = gpuaudit(d, &["import", "fixtures/azure/valid/a100_vm_day.csv"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let out = gpuaudit(d, &["cost", "--month", "2023-09", "--format", "csv"]);
+    let lines = rows(&stdout(&out));
+    let vm = lines.iter().find(|r| r["instance"].ends_with("/virtualMachines/trainer-a100"));
+    let vm = vm.unwrap_or_else(|| panic!("{lines:?}"));
+    assert_eq!((vm["gpu_model"].as_str(), vm["gpu_hours"].as_str()), ("A100 80GB", "24"));
+    assert_eq!(vm["compute"], "88.152");
+}
