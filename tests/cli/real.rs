@@ -11,6 +11,13 @@ use rust_decimal::Decimal;
 use super::cost::{per_currency, rows};
 use super::{gpuaudit, stderr, stdout, workdir};
 
+/// What the import of `file` in `d` said on its way out with exit code 2.
+fn refused(d: &std::path::Path, file: &str) -> String {
+    let out = gpuaudit(d, &["import", file]);
+    assert_eq!(out.status.code(), Some(2), "{file}: {}", stderr(&out));
+    stderr(&out)
+}
+
 /// One line of `fixtures/real/totals.csv`.
 struct Expected {
     currency: String,
@@ -144,18 +151,13 @@ fn real_world_bad_input_is_refused_at_its_line_and_the_ledger_kept() {
         ),
     ];
     for (file, want) in cases {
-        let out = gpuaudit(d, &["import", file]);
-        assert_eq!(out.status.code(), Some(2), "{file}: {}", stderr(&out));
-        assert!(stderr(&out).contains(want), "{file}:\n got: {}\nwant: {want}", stderr(&out));
+        let said = refused(d, file);
+        assert!(said.contains(want), "{file}:\n got: {said}\nwant: {want}");
         assert_eq!(super::snapshot(&d.join(".gpuaudit")), before, "{file} changed the ledger");
     }
     // The Azure export without its currency hears of the Azure profile first.
-    let out = gpuaudit(d, &["import", "fixtures/azure/invalid/no_currency_column.csv"]);
-    assert!(
-        stderr(&out).contains("closest: azure (missing: BillingCurrencyCode)"),
-        "{}",
-        stderr(&out)
-    );
+    let said = refused(d, "fixtures/azure/invalid/no_currency_column.csv");
+    assert!(said.contains("closest: azure (missing: BillingCurrencyCode)"), "{said}");
 }
 
 /// The FOCUS sample holds three clouds' charges under one billing account and many sub
@@ -308,13 +310,12 @@ fn exports_that_are_not_bills_are_told_what_to_export_instead() {
         ),
     ];
     for (file, want) in cases {
-        let out = gpuaudit(d, &["import", file]);
-        assert_eq!(out.status.code(), Some(2), "{file}");
-        assert!(stderr(&out).contains(want), "{file}: {}", stderr(&out));
+        let said = refused(d, file);
+        assert!(said.contains(want), "{file}: {said}");
     }
     // A file whose columns say nothing gets no note.
-    let out = gpuaudit(d, &["import", "fixtures/unknown/invalid/unknown_header.csv"]);
-    assert!(!stderr(&out).contains("note:"), "{}", stderr(&out));
+    let said = refused(d, "fixtures/unknown/invalid/unknown_header.csv");
+    assert!(!said.contains("note:"), "{said}");
 }
 
 /// An Azure GPU VM's day (the real EA export's VM row made an `NC24ads A100 v4`): `cost` gives

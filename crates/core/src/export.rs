@@ -259,10 +259,13 @@ fn pricing_category(p: Pricing) -> Value<'static> {
 /// `10 GB`, `10K` → `10000 Units`, `1/Month` → `Months`); an ASCII unit as it is; any other as
 /// `Units` (the bill's own word stays in `x_Unit`).
 pub fn focus_unit(unit: &str) -> Cow<'_, str> {
-    let unit = unit_named(unit);
-    if conforms(&unit) {
-        return unit;
-    }
+    // A FOCUS name of our own conforms; a bill's own text, or a count put before a name, is
+    // checked (a regex match: not for the names nearly every row has).
+    let unit = match unit_named(unit) {
+        Cow::Borrowed(named) if FOCUS_NAMES.contains(&named) => return Cow::Borrowed(named),
+        unit if conforms(&unit) => return unit,
+        unit => unit,
+    };
     // Repairs of what real bills write: a singular time after a hyphen (`Obj-Month`), hyphens
     // inside a count (`Lambda-GB-Seconds`); else `Units` (the bill's word stays in `x_Unit`).
     let (head, time) = unit.rsplit_once('-').unwrap_or((&unit, ""));
@@ -293,6 +296,28 @@ fn conforms(unit: &str) -> bool {
     });
     format.as_ref().is_some_and(|f| f.is_match(unit))
 }
+
+/// The unit names [`focus_unit_word`] gives (and `Units`): each in the UnitFormat.
+const FOCUS_NAMES: [&str; 18] = [
+    "Units",
+    "Hours",
+    "Days",
+    "Months",
+    "Years",
+    "Minutes",
+    "Seconds",
+    "GB",
+    "GiB",
+    "TB",
+    "MB",
+    "GB-Months",
+    "GB-Hours",
+    "GB-Days",
+    "GiB-Months",
+    "GiB-Hours",
+    "GiB-Days",
+    "TB-Months",
+];
 
 /// [`focus_unit`] before its check against the UnitFormat.
 fn unit_named(unit: &str) -> Cow<'_, str> {
@@ -536,6 +561,7 @@ mod tests {
             "Units",
         ];
         assert_eq!(azure.map(|u| focus_unit(u).into_owned()), want);
+        assert!(FOCUS_NAMES.iter().all(|n| conforms(n)));
         // What real exports write (AWS's pricing/unit, FOCUS exports' PricingUnit).
         let real =
             ["Obj-Month", "Lambda-GB-Seconds", "GiB/Second-Months", "GB/Month", "Units/Hour"];

@@ -72,13 +72,14 @@ pub(crate) fn refuse_repeated_columns(
     columns: &[Column],
     names: &[String],
 ) -> Result<()> {
+    let spellings: Vec<String> = names.iter().map(|n| spelling(n)).collect();
     for first in map_columns(columns, names).into_iter().flatten() {
-        let read = spelling(&names[first]);
+        let read = &spellings[first];
         if read.is_empty() {
             continue;
         }
         if let Some(second) =
-            names.iter().enumerate().position(|(i, n)| i != first && spelling(n) == read)
+            spellings.iter().enumerate().position(|(i, s)| i != first && s == read)
         {
             let (a, b) = (first.min(second), first.max(second));
             let spelled = if names[a] == names[b] {
@@ -160,7 +161,8 @@ pub(crate) fn choose(
 /// a platform's export that is not its bill of charges, or one gpuaudit does not read yet.
 /// `None` when the columns say nothing.
 pub fn export_advice(header: &[String]) -> Option<&'static str> {
-    let has = |name: &str| header.iter().any(|h| spelling(h) == spelling(name));
+    let spellings: Vec<String> = header.iter().map(|h| spelling(h)).collect();
+    let has = |name: &str| spellings.contains(&spelling(name));
     let any = |names: &[&str]| names.iter().any(|n| has(n));
     if has("billing_account_id") && any(&["service.description", "sku.description", "cost_type"]) {
         return Some(

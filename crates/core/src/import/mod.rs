@@ -54,7 +54,7 @@ pub use input::STDIN;
 pub use profile::{profile_by_name, profiles};
 pub use row::{Column, Next, Row};
 pub use source::{BillSource, ControlTotal};
-pub use spec::{Parsed, Profile, Rounded};
+pub use spec::{Parsed, Profile};
 pub use spreadsheet::MAX_SPREADSHEET_BYTES;
 
 use std::sync::Arc;
@@ -113,7 +113,8 @@ pub trait Sink {
     }
 }
 
-/// A file's amounts in one currency that were rounded to the ledger's 12 decimals.
+/// Amounts rounded to the ledger's 12 decimals ([`crate::parse::read_amount`]): those of a
+/// row ([`Parsed::rounded`]), or of a file's rows in one currency ([`FileReport::rounded`]).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct Rounding {
     /// How many amounts (money and quantities) were rounded.
@@ -121,6 +122,16 @@ pub struct Rounding {
     /// The bill's billed costs minus the ledger's, summed (exact to the 28th decimal of each
     /// amount; each at most half a unit of the 12th decimal).
     pub billed_off: Decimal,
+}
+
+impl Rounding {
+    /// Adds `other`'s amounts and difference; a difference that does not fit is an error.
+    pub(crate) fn add(&mut self, other: &Rounding) -> Result<()> {
+        self.amounts += other.amounts;
+        self.billed_off =
+            crate::money::add(self.billed_off, other.billed_off, "a file's rounding")?;
+        Ok(())
+    }
 }
 
 /// What reading one file found.

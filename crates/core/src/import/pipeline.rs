@@ -27,7 +27,7 @@ struct RowFacts {
     spend: bool,
     billed_cost: Decimal,
     currency: u32,
-    rounded: super::spec::Rounded,
+    rounded: super::Rounding,
 }
 
 /// [`super::read_bill_among`], in the import window `window`.
@@ -378,10 +378,7 @@ impl Tally {
                     let new = self.charge(seed, facts, sink)?;
                     if row.rounded.amounts > 0 {
                         let currency = slot.currencies.get(currency).map_or("", |g| g.1.as_str());
-                        let r = self.rounded.entry(currency.to_owned()).or_default();
-                        r.amounts += u64::from(row.rounded.amounts);
-                        r.billed_off =
-                            money::add(r.billed_off, row.rounded.billed_off, "a file's rounding")?;
+                        self.rounded.entry(currency.to_owned()).or_default().add(&row.rounded)?;
                     }
                     if row.spend {
                         spend.add(currency, row.category, new, row.billed_cost)?;

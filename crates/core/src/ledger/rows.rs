@@ -69,8 +69,8 @@ pub(super) fn mapped<T: Copy>(
 }
 
 /// The columns of [`SCHEMA`] no rule or report reads, so a [`Row`] has no field for them.
-const NOT_IN_ROWS: [&str; 5] =
-    ["resource_name", "region", "sub_account", "account_name", "sub_account_name"];
+/// (The columns added later, [`schema::LATE`], are not read into rows either.)
+const NOT_IN_ROWS: [&str; 2] = ["resource_name", "region"];
 
 /// The columns of a row's [`Amounts`], read only for a window that keeps them.
 const AMOUNTS: [&str; 4] = ["quantity", "unit_price", "list_cost", "balance_after"];
@@ -104,6 +104,7 @@ pub(crate) fn row_columns(wanted: Wanted) -> impl Iterator<Item = &'static schem
     SCHEMA.iter().filter(move |c| {
         let unless = |names: &[&str], read: bool| read || !names.contains(&c.name);
         !NOT_IN_ROWS.contains(&c.name)
+            && !schema::LATE.contains(&c.name)
             && unless(&AMOUNTS, wanted.amounts)
             && unless(&AMOUNTS[1..], !wanted.quantity_only)
             && unless(&["id"], wanted.ids)

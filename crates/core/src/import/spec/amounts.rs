@@ -9,18 +9,9 @@ use rust_decimal::Decimal;
 use super::parser::cell;
 use super::*;
 use crate::error::{RowError, RowProblem};
+use crate::import::Rounding;
 use crate::import::row::Row;
 use crate::parse::{NumberFormat, ReadAmount};
-
-/// The amounts of a row rounded to the ledger's 12 decimals ([`crate::parse::read_amount`]).
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct Rounded {
-    /// How many of its amounts (money and quantities) were rounded.
-    pub amounts: u32,
-    /// The bill's billed cost minus the charge's (exact to the 28th decimal): what the
-    /// ledger's totals differ from the bill's by.
-    pub billed_off: Decimal,
-}
 
 /// The row's direction (`[sign] direction`): expense or income by the column's words; a row
 /// without the cell is an expense when its amount is negative.
@@ -76,12 +67,12 @@ pub(super) fn read_at(
 
 /// The billed and list amounts, the billed one with the sign the direction column gives
 /// (when the profile has one), and that direction; what rounding took off them is counted in
-/// `rounded`.
+/// `rounded`, the billed cost's as the bill printed it (see [`follow_sign`]).
 pub(super) fn money(
     p: &Profile,
     row: &Row<'_>,
     texts: &[Option<Cow<'_, str>>],
-    rounded: &mut Rounded,
+    rounded: &mut Rounding,
 ) -> Result<(Decimal, Option<Decimal>, Option<Direction>), RowError> {
     let (f, numbers) = (&p.fields, p.number_format());
     let read = read_at(row, texts, f.billed_cost, numbers)?
@@ -90,7 +81,7 @@ pub(super) fn money(
         Some(i) => read_at(row, texts, i, numbers)?,
         None => None,
     };
-    rounded.amounts += u32::from(read.rounded) + u32::from(list.is_some_and(|l| l.rounded));
+    rounded.amounts += u64::from(read.rounded) + u64::from(list.is_some_and(|l| l.rounded));
     rounded.billed_off = read.rounded_off;
     let billed = read.value;
     let direction = direction(p, row, texts, billed)?;
@@ -99,8 +90,14 @@ pub(super) fn money(
         Some(Direction::Income) => -billed.abs(),
         None => billed,
     };
-    if billed.is_sign_negative() != read.value.is_sign_negative() {
+    Ok((billed, list.map(|l| l.value), direction))
+}
+
+/// What rounding took off the billed cost `printed` as the bill printed it, for the charge's
+/// `billed` cost once the row's signs are applied: the same figure, negated when they turned
+/// its sign.
+pub(super) fn follow_sign(rounded: &mut Rounding, printed: Decimal, billed: Decimal) {
+    if billed.is_sign_negative() != printed.is_sign_negative() {
         rounded.billed_off = -rounded.billed_off;
     }
-    Ok((billed, list.map(|l| l.value), direction))
 }

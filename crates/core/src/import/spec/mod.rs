@@ -39,7 +39,6 @@ mod registry;
 mod schema;
 
 pub use crate::charge::UnitPriceOf;
-pub use amounts::Rounded;
 pub use compile::Profile;
 use compile::*;
 pub use parser::Parsed;

@@ -13,8 +13,9 @@ use crate::charge::{Category, Kind, Pricing, YearMonth, local_midnight};
 use crate::error::{Result, RowError, RowProblem};
 use crate::import::row::Row;
 
-use super::amounts::{Rounded, money, read_at};
+use super::amounts::{follow_sign, money, read_at};
 use super::fields::{find_instance, gpu_count, gpu_model, resource_of};
+use crate::import::Rounding;
 
 /// A charge read from a row, with the row's native id when the format has one.
 #[derive(Debug, Clone)]
@@ -29,7 +30,7 @@ pub struct Parsed {
     /// across the files of a split export.
     pub unmapped: Option<u128>,
     /// The row's amounts that had more decimals than the ledger keeps, rounded.
-    pub rounded: Rounded,
+    pub rounded: Rounding,
     /// The platform the row's identity is hashed with, when it is not the charge's: the
     /// profile's own, for a row whose platform comes from the provider it names (such rows
     /// were imported on the profile's platform before providers were told apart, and keep
@@ -44,7 +45,7 @@ impl Parsed {
             charge: Charge::blank(),
             native_id: None,
             unmapped: None,
-            rounded: Rounded::default(),
+            rounded: Rounding::default(),
             identity_platform: None,
         }
     }
@@ -393,14 +394,12 @@ impl Parser<'_> {
         let f = &p.fields;
         let texts = self.cells(row)?;
         let numbers = p.number_format();
-        let mut rounded = Rounded::default();
+        let mut rounded = Rounding::default();
         let (mut billed, mut list, direction) = money(p, row, &texts, &mut rounded)?;
+        let printed = billed;
         let mut facts = Facts { texts, direction, kind: None, category: None };
         let (kind, category, pricing) = self.classify(&mut facts);
         if p.spec.sign.negative_kinds.contains(&kind) {
-            if !billed.is_sign_negative() {
-                rounded.billed_off = -rounded.billed_off;
-            }
             billed = -billed.abs();
             list = list.map(|l| -l.abs());
         }
@@ -446,7 +445,7 @@ impl Parser<'_> {
         c.gpu_count = gpu_count;
         let mut amount_of = |texts: &[Option<Cow<'_, str>>], i: Option<usize>| match i {
             Some(i) => Ok(read_at(row, texts, i, numbers)?.map(|r| {
-                rounded.amounts += u32::from(r.rounded);
+                rounded.amounts += u64::from(r.rounded);
                 r.value
             })),
             None => Ok(None),
@@ -458,6 +457,7 @@ impl Parser<'_> {
         c.billed_cost = billed;
         set(&mut c.currency, text(f.currency).unwrap_or(&p.spec.currency));
         c.balance_after = amount_of(&facts.texts, f.balance_after)?;
+        follow_sign(&mut rounded, printed, billed);
         parsed.rounded = rounded;
         parsed.identity_platform = identity_platform;
         set(&mut c.origin.file, file);
