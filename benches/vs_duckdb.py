@@ -16,7 +16,7 @@ It prints the median wall time of each, the ratio, and each tool's peak RSS (/us
 or getrusage of the child when that is missing); then ("again") the time and peak RSS of
 importing the same file a second time into gpuaudit's ledger, every row a duplicate.
 Needs `pip install duckdb`."""
-import os, shutil, statistics, subprocess, sys, tempfile, time, resource
+import os, statistics, subprocess, sys, tempfile
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
@@ -24,21 +24,7 @@ GPUAUDIT = os.path.abspath(sys.argv[1])
 SIZES = sys.argv[2:] or ["100", "1000"]
 DATA = os.path.join(os.environ.get("CARGO_TARGET_DIR", "target"), "bench-data")
 from focus_data import generate
-
-def timed(cmd, cwd):
-    """Wall seconds and peak RSS in MB of one run of cmd."""
-    has_time = os.path.exists("/usr/bin/time")
-    full = ["/usr/bin/time", "-f", "%M"] + cmd if has_time else cmd
-    start = time.perf_counter()
-    out = subprocess.run(full, cwd=cwd, capture_output=True, text=True)
-    wall = time.perf_counter() - start
-    if out.returncode != 0:
-        sys.exit(f"failed: {' '.join(cmd)}\n{out.stderr}")
-    if has_time:
-        rss_kb = int(out.stderr.strip().splitlines()[-1])
-    else:
-        rss_kb = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
-    return wall, rss_kb / 1024
+from timing import timed
 
 DUCK = ("import duckdb,sys; duckdb.connect().execute(\"COPY (SELECT * FROM read_csv('%s')) TO '%s' "
         "(FORMAT parquet)\")")

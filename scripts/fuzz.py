@@ -9,7 +9,8 @@ space; the harness checks what a billing tool must never do, whatever the input:
 - refuse an input (exit 2) without naming it, or change a byte of the ledger while refusing;
 - accept an input and leave a ledger that `summary` or `ledger --verify` cannot read.
 
-Inputs are mutations of every bill under fixtures/ and examples/bills/ (CSV, XLSX and Parquet, every
+Inputs are mutations of every bill under fixtures/ and examples/bills/ (CSV, XLSX, Parquet and
+JSON lines (cut lines, deep nesting, odd credits), every
 built-in profile and the profile-file fixtures): amounts and dates that are hard to read
 (decimal commas, 10^26, year 0), stray and unclosed quotes, short and long rows, a header
 column twice, control characters, truncation, byte flips, endless lines, and for workbooks
@@ -37,6 +38,7 @@ Failing inputs are kept under --out (default: a temporary folder) and the run ex
 import argparse
 import csv
 import io
+import json
 import os
 import random
 import resource
@@ -99,7 +101,7 @@ def seeds():
     out = []
     for top in ["fixtures", "examples/bills"]:
         for path in sorted((ROOT / top).rglob("*")):
-            if path.suffix.lower() in (".csv", ".xlsx", ".parquet"):
+            if path.suffix.lower() in (".csv", ".xlsx", ".parquet", ".json"):
                 out.append(path)
     return out
 
@@ -148,6 +150,35 @@ def csv_mutation(data, rng):
     elif choice == 9:
         return "\r\n".join(lines).encode("gb18030", "replace")
     lines[i] = ",".join(cells)
+    return "\n".join(lines).encode("utf-8")
+
+
+def json_mutation(data, rng):
+    """A mutation of a JSON lines bill: a value replaced by a hard amount, time or text, a line
+    cut or broken, nesting made deep, a credit made odd, or bytes flipped."""
+    lines = data.decode("utf-8", "replace").split("\n")
+    i = rng.randrange(len(lines))
+    choice = rng.randrange(8)
+    if choice == 0:
+        lines[i] = lines[i].replace('"cost":', '"cost":' + json.dumps(rng.choice(HARD_AMOUNTS)) + ',"x":', 1)
+    elif choice == 1:
+        lines[i] = lines[i].replace('"usage_start_time":', '"usage_start_time":' + json.dumps(rng.choice(HARD_TIMES)) + ',"y":', 1)
+    elif choice == 2:
+        lines[i] = lines[i][: rng.randrange(len(lines[i]) + 1)]
+    elif choice == 3:
+        lines[i] = lines[i].replace('"labels":', '"labels":' + '{"a":' * rng.choice([10, 20, 200]) + "1" + "}" * rng.choice([10, 20, 200]) + ',"z":', 1)
+    elif choice == 4:
+        lines[i] = lines[i].replace('"credits":[', '"credits":[{"name":' + json.dumps(rng.choice(NASTY_TEXT)) + ',"amount":' + rng.choice(["-1e400", '"x"', "null", "-0.5", "1e-30"]) + "},", 1)
+    elif choice == 5:
+        lines.insert(i, rng.choice(["[1,2]", "{", "null", '{"cost":1}', "\x00" * 10, "{}" * 1000]))
+    elif choice == 6:
+        lines = lines * rng.randint(2, 4)
+    else:
+        b = bytearray("\n".join(lines).encode("utf-8"))
+        for _ in range(rng.randint(1, 8)):
+            if b:
+                b[rng.randrange(len(b))] = rng.randrange(256)
+        return bytes(b)
     return "\n".join(lines).encode("utf-8")
 
 
@@ -563,7 +594,7 @@ def main():
             location_property(binary, work, rng, failures)
         seed = rng.choice(pool)
         data = seed.read_bytes()
-        mutate = {".xlsx": xlsx_mutation, ".parquet": parquet_mutation}.get(seed.suffix.lower(), csv_mutation)
+        mutate = {".xlsx": xlsx_mutation, ".parquet": parquet_mutation, ".json": json_mutation}.get(seed.suffix.lower(), csv_mutation)
         for _ in range(rng.randint(1, 3)):
             try:
                 data = mutate(data, rng)

@@ -6,6 +6,7 @@ mod cost;
 mod delivery;
 mod engines;
 mod export;
+mod gcp;
 mod real;
 mod report;
 mod shell;

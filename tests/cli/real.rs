@@ -285,16 +285,21 @@ fn a_ledger_written_before_sub_accounts_reads_as_before_and_keeps_its_ids() {
 }
 
 /// A file no profile fits, whose columns say which export it is, is told what to export
-/// instead (the closest profiles alone would not help: a Google Cloud export is nearest to
-/// Azure's by its `cost` and `currency`).
+/// instead (the closest profiles alone would not help).
 #[test]
 fn exports_that_are_not_bills_are_told_what_to_export_instead() {
     let dir = workdir();
     let d = dir.path();
     let cases = [
+        // Read by the gcp profile but for its credits, held in one cell.
         (
             "fixtures/unknown/invalid/gcp_bigquery_export.csv",
-            "note: this is a Google Cloud billing export",
+            "gcp_bigquery_export.csv:1: column credits: a row's credits in one cell",
+        ),
+        // A query's result with its own column names.
+        (
+            "fixtures/unknown/invalid/gcp_query_with_underscored_names.csv",
+            "note: this is a Google Cloud billing export (BigQuery's standard or detailed usage cost table) without the columns gpuaudit reads",
         ),
         (
             "fixtures/unknown/invalid/aws_cost_explorer_report.csv",

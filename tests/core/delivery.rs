@@ -204,6 +204,21 @@ fn a_parquet_export_gives_the_charges_and_ids_of_the_same_export_as_csv() {
             27,
         ),
         ("aws-cur/valid/cur2_snake_case.parquet", "aws-cur/valid/cur2_snake_case.csv", 10),
+        // The real CUR of the corpus as Parquet (94 columns, costs as doubles, times with a
+        // zone): only the columns the profile reads are decoded.
+        (
+            "aws-cur/valid/real_cur_as_parquet.parquet",
+            "real/aws-cur-legacy/sample-anonymous-aws-export-dataset.csv",
+            1281,
+        ),
+        // Its first 40 rows, the fifth without identity/LineItemId and TimeInterval, every
+        // column text: that row's id hashes the columns the profile does not read, so its
+        // slice is read whole.
+        (
+            "aws-cur/valid/real_rows_one_without_its_line_item_id.parquet",
+            "aws-cur/valid/real_rows_one_without_its_line_item_id.csv",
+            40,
+        ),
     ];
     for (name, csv, rows) in cases {
         let (parquet, csv) = (fixture(name), fixture(csv));

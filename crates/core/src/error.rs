@@ -61,6 +61,18 @@ impl fmt::Display for Location {
     }
 }
 
+/// A bill line as evidence shows it, as an import error names the same line: `file:line`, or
+/// `file: row N` (N counted from 1, the header not counted) for a Parquet bill, known by its
+/// name (`.parquet`); `line` counts the header as line 1, as the CSV form of the same export.
+pub fn place(file: &str, line: u64) -> String {
+    let parquet = file.len() > 8
+        && file.get(file.len() - 8..).is_some_and(|end| end.eq_ignore_ascii_case(".parquet"));
+    match (parquet, line) {
+        (true, 2..) => format!("{file}: row {}", line - 1),
+        _ => format!("{file}:{line}"),
+    }
+}
+
 /// One row that could not be turned into a charge, and why.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct RowError {
@@ -468,6 +480,15 @@ pub(crate) fn catch<T>(f: impl FnOnce() -> T) -> std::result::Result<T, String> 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn evidence_names_a_parquet_row_as_its_import_error_does() {
+        let error = Location::line("x/bill.parquet", 4).as_rows(true).to_string();
+        assert_eq!(place("x/bill.parquet", 4), error);
+        assert_eq!(place("x/BILL.PARQUET", 2), "x/BILL.PARQUET: row 1");
+        assert_eq!(place("x/bill.csv", 4), "x/bill.csv:4");
+        assert_eq!(place(".parquet", 4), ".parquet:4");
+    }
 
     #[test]
     fn a_row_error_reads_file_line_column_then_the_problem() {

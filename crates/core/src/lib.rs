@@ -50,7 +50,7 @@ pub use charge::{
 };
 pub use error::{
     Error, ErrorKind, Location, MAX_LISTED_ROW_ERRORS, NearMiss, Result, RowError, RowProblem,
-    catching_panic,
+    catching_panic, place,
 };
 pub use import::{Bill, FileReport, Rounding, parse_bill, read_bill};
 pub use parse::{

@@ -115,9 +115,8 @@ pub fn run(
 /// escaped), fields apart by `gap`.
 pub fn evidence(e: &Evidence<'_>, text: &dyn Fn(&str) -> String, gap: &str) -> String {
     format!(
-        "{}:{}{gap}{}{gap}billed {}{gap}wasted {}",
-        text(e.file),
-        e.line,
+        "{}{gap}{}{gap}billed {}{gap}wasted {}",
+        text(&gpuaudit_core::place(e.file, e.line)),
         text(e.item),
         money_text(e.billed_cost),
         cents(e.wasted)

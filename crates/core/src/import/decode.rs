@@ -31,6 +31,8 @@ pub(crate) struct FileCtx {
     pub(crate) window: Window,
     /// The file is a Parquet bill: its locations are rows (see [`Location::rows`]).
     pub(crate) rows: bool,
+    /// The file is JSON lines: the line of the file each line of its CSV text was read from.
+    pub(crate) lines: Option<std::sync::Arc<super::jsonl::LineMap>>,
 }
 
 /// The years a bill's times may fall in, in the platform's zone: by default 2000 to 2100. A
@@ -77,12 +79,19 @@ impl FileCtx {
             seen_multibyte: Cell::new(seen_multibyte),
             window: Window::default(),
             rows: false,
+            lines: None,
         }
     }
 
     /// Line `line` of the file, as its errors name it.
     pub(crate) fn location(&self, line: u64) -> Location {
-        Location::line(&self.path, line).as_rows(self.rows)
+        Location::line(&self.path, self.source_line(line)).as_rows(self.rows)
+    }
+
+    /// The line of the file that line `line` of the text read was made from (they differ for
+    /// a JSON lines bill only).
+    pub(crate) fn source_line(&self, line: u64) -> u64 {
+        self.lines.as_ref().map_or(line, |map| map.line(line))
     }
 
     /// The decoding state: the encoding in force and whether a multibyte UTF-8 cell was seen.
@@ -98,6 +107,7 @@ impl FileCtx {
             seen_multibyte: Cell::new(state.1),
             window: self.window,
             rows: self.rows,
+            lines: self.lines.clone(),
         }
     }
 

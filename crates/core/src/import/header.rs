@@ -166,7 +166,7 @@ pub fn export_advice(header: &[String]) -> Option<&'static str> {
     let any = |names: &[&str]| names.iter().any(|n| has(n));
     if has("billing_account_id") && any(&["service.description", "sku.description", "cost_type"]) {
         return Some(
-            "this is a Google Cloud billing export (BigQuery's standard or detailed usage cost table), which gpuaudit does not read yet: export FOCUS from Google Cloud (its BigQuery FOCUS view, saved as CSV or Parquet), which gpuaudit reads with the focus profile",
+            "this is a Google Cloud billing export (BigQuery's standard or detailed usage cost table) without the columns gpuaudit reads: export the table as JSON lines (bq extract --destination_format NEWLINE_DELIMITED_JSON …), which the gcp profile reads, or FOCUS (Google Cloud's BigQuery FOCUS view, as CSV or Parquet)",
         );
     }
     if header.first().is_some_and(|h| h.trim().eq_ignore_ascii_case("service"))

@@ -30,6 +30,7 @@ mod decode;
 pub mod delivery;
 mod header;
 mod input;
+mod jsonl;
 #[cfg(feature = "store")]
 mod parquet;
 #[cfg(feature = "store")]

@@ -19,6 +19,7 @@ use sha2::{Digest, Sha256};
 use super::decode::{Encoding, FileCtx, Window};
 use super::header::{HEADER_SEARCH_ROWS, Header, choose, map_columns, refuse_repeated_columns};
 use super::input::{HashingReader, Opened, Sniffed, open_input, sniff};
+use super::jsonl::is_json_lines;
 use super::row::{Next, Row};
 use super::spec::Profile;
 use super::split::{MAX_RECORD_BYTES, MAX_RECORD_LINES, READ_BYTES, Record, SplitError, Splitter};
@@ -47,18 +48,21 @@ fn is_blank(record: &Record) -> bool {
 /// `path` opened for splitting: a spreadsheet converted to CSV (whole, bounded), else the
 /// file's bytes with its encoding, byte-order mark and delimiter sniffed; the file is hashed
 /// as it is read.
-fn start_reading(path: &Path) -> Result<(Splitter<HashingReader>, FileCtx)> {
+fn start_reading(path: &Path, pool: &Pool) -> Result<(Splitter<HashingReader>, FileCtx)> {
     let Opened { head, mut rest, direct, consumed } = open_input(path)?;
     let parquet = head.starts_with(b"PAR1");
+    let mut lines = None;
     let (hashing, read_size, sniffed) = if parquet {
-        let csv = parquet_bill(path, consumed.is_some())?;
-        let hashing = HashingReader {
-            inner: csv,
-            hasher: Sha256::new(),
-            bytes: 0,
-            hashing: true,
-            consumed: None,
-        };
+        let csv = parquet_bill(path, consumed.is_some(), pool)?;
+        let (hasher, bytes) = digest_of(path)?;
+        let hashing = HashingReader { inner: csv, hasher, bytes, hashing: false, consumed: None };
+        let sniffed =
+            Sniffed { encoding: Encoding::Utf8, bom: 0, seen_multibyte: true, delimiter: b',' };
+        (hashing, READ_BYTES, sniffed)
+    } else if is_json_lines(&head) {
+        let (csv, hasher, bytes, map) = json_lines(path)?;
+        lines = Some(map);
+        let hashing = HashingReader { inner: csv, hasher, bytes, hashing: false, consumed: None };
         let sniffed =
             Sniffed { encoding: Encoding::Utf8, bom: 0, seen_multibyte: true, delimiter: b',' };
         (hashing, READ_BYTES, sniffed)
@@ -95,12 +99,57 @@ fn start_reading(path: &Path) -> Result<(Splitter<HashingReader>, FileCtx)> {
     reader.skip(bom);
     let mut ctx = FileCtx::new(path.to_owned(), encoding, seen_multibyte);
     ctx.rows = parquet;
+    ctx.lines = lines;
     Ok((reader, ctx))
+}
+
+/// A JSON lines bill as CSV text (see `jsonl`), read twice: from a file, not standard input.
+fn json_lines(path: &Path) -> Result<super::jsonl::Jsonl> {
+    if path == Path::new(super::input::STDIN) {
+        let message =
+            "a JSON lines bill is read from a file (it is read twice), not standard input";
+        return Err(ErrorKind::Delivery { path: path.to_owned(), message: message.into() }.into());
+    }
+    let open = || -> Result<Box<dyn Read + Send>> {
+        let Opened { head, rest, .. } = open_input(path)?;
+        Ok(Box::new(io::Cursor::new(head).chain(rest)))
+    };
+    super::jsonl::jsonl_as_csv(path, &open)
+}
+
+/// The profiles a file may be read with, and whether one was forced.
+type Pool<'a> = (&'a [&'static Profile], bool);
+
+/// The hash and size of the file at `path`'s bytes.
+fn digest_of(path: &Path) -> Result<(Sha256, u64)> {
+    let mut file = std::fs::File::open(path).map_err(|e| Error::io(path, e))?;
+    let mut hasher = Sha256::new();
+    let bytes = io::copy(&mut file, &mut hasher).map_err(|e| Error::io(path, e))?;
+    Ok((hasher, bytes))
+}
+
+/// The columns of a Parquet bill with the schema `names` that the profile it will be read
+/// with reads, when reading only them gives the same charges: the profile has a native id
+/// and the file has its columns (see `parquet`). Column 0 is kept (a row's first cell).
+#[cfg(feature = "store")]
+fn parquet_wanted(path: &Path, names: &[String], pool: &Pool) -> Option<super::parquet::Wanted> {
+    let rows = [names.to_vec()];
+    let (profile, _) = choose(path, pool.0, &rows, &[1], pool.1).ok()?;
+    let map = map_columns(profile.columns(), names);
+    let native: Vec<usize> =
+        profile.native_id_columns().iter().map(|&c| map[c]).collect::<Option<_>>()?;
+    if native.is_empty() {
+        return None;
+    }
+    let mut read: Vec<usize> = map.iter().flatten().copied().chain([0]).collect();
+    read.sort_unstable();
+    read.dedup();
+    Some(super::parquet::Wanted { read, native })
 }
 
 /// A Parquet bill as CSV text (see `parquet`): a regular file of its own, not `compressed`,
 /// read where its footer is (an archive's member or standard input is no regular file).
-fn parquet_bill(path: &Path, compressed: bool) -> Result<Box<dyn Read + Send>> {
+fn parquet_bill(path: &Path, compressed: bool, pool: &Pool) -> Result<Box<dyn Read + Send>> {
     if compressed || !std::fs::metadata(path).is_ok_and(|m| m.is_file()) {
         let message = "a Parquet bill is read from a file of its own (not compressed, in an \
                        archive or from standard input)"
@@ -108,9 +157,10 @@ fn parquet_bill(path: &Path, compressed: bool) -> Result<Box<dyn Read + Send>> {
         return Err(ErrorKind::Delivery { path: path.to_owned(), message }.into());
     }
     #[cfg(feature = "store")]
-    return super::parquet::parquet_as_csv(path);
+    return super::parquet::parquet_as_csv(path, &|names| parquet_wanted(path, names, pool));
     #[cfg(not(feature = "store"))]
     {
+        let _ = pool;
         let message = "a Parquet bill needs gpuaudit built with the store feature".to_owned();
         Err(ErrorKind::Delivery { path: path.to_owned(), message }.into())
     }
@@ -144,7 +194,11 @@ impl BillSource {
         forced: Option<&'static Profile>,
         candidates: &[&'static Profile],
     ) -> Result<Self> {
-        let (mut reader, ctx) = start_reading(path)?;
+        let pool: Vec<&'static Profile> = match forced {
+            Some(p) => vec![p],
+            None => candidates.to_vec(),
+        };
+        let (mut reader, ctx) = start_reading(path, &(&pool, forced.is_some()))?;
         let mut record = Record::new();
         let (mut head, unsplit) = read_head(path, &mut reader, &mut record)?;
         let unsplit = match unsplit {
@@ -164,10 +218,6 @@ impl BillSource {
                     .collect::<Result<Vec<_>>>()
             })
             .collect::<Result<_>>()?;
-        let pool: Vec<&'static Profile> = match forced {
-            Some(p) => vec![p],
-            None => candidates.to_vec(),
-        };
         let lines: Vec<u64> = head.iter().map(|r| r.position().map_or(1, |p| p.line())).collect();
         let chosen = choose(path, &pool, &decoded, &lines, forced.is_some());
         let (profile, row_index) = match (chosen, unsplit) {
@@ -179,6 +229,12 @@ impl BillSource {
         let names = decoded[row_index].clone();
         let header_line = head[row_index].position().map_or(1, |p| p.line());
         refuse_repeated_columns(path, header_line, profile.columns(), &names)?;
+        if let Some((name, why)) = profile.refused_columns().iter().find_map(|r| {
+            names.iter().find(|n| n.trim().eq_ignore_ascii_case(&r.name)).map(|n| (n, &r.why))
+        }) {
+            let location = Location::line(path, header_line).with_column(name.clone());
+            return Err(ErrorKind::Malformed { location, message: why.clone() }.into());
+        }
         let header = Header {
             map: map_columns(profile.columns(), &names),
             names,
@@ -275,7 +331,8 @@ impl BillSource {
                 }
             }
             let row = self.row(line);
-            if let Some(label) = row.footer_label() {
+            // A Parquet bill has no footers (its unread cells are empty: see `parquet`).
+            if let Some(label) = row.footer_label().filter(|_| !self.ctx.rows) {
                 let format = self.profile.number_format();
                 let amount = self
                     .profile

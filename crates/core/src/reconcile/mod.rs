@@ -75,7 +75,7 @@ pub struct Line {
 
 impl std::fmt::Display for Line {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "{}:{}", self.file, self.line)
+        f.write_str(&crate::error::place(&self.file, self.line))
     }
 }
 

@@ -405,6 +405,14 @@ impl Profile {
     pub fn unit_price_of(&self) -> UnitPriceOf {
         self.spec.unit_price_of
     }
+    /// Columns whose presence makes a file one the profile cannot read right.
+    pub(crate) fn refused_columns(&self) -> &[RefusedColumn] {
+        &self.spec.refused_columns
+    }
+    /// The profile's columns that make a row's native id (none: the format has none).
+    pub(crate) fn native_id_columns(&self) -> &[usize] {
+        &self.fields.native_id
+    }
     /// How the format writes numbers.
     pub fn number_format(&self) -> NumberFormat {
         NumberFormat { decimal: self.spec.decimal_separator, grouping: self.spec.digit_grouping }

@@ -46,5 +46,6 @@ pub(crate) use parser::Parser;
 pub use registry::{builtin, load_dir, with_extra};
 pub use schema::{
     ClassRule, Classifier, ColumnSpec, Direction, Extract, GpuModel, OneOrMany, PeriodSpec,
-    ProfileSpec, ProviderSpec, ResourceRule, SignSpec, SpanRule, TimeRule, TimesSpec,
+    ProfileSpec, ProviderSpec, RefusedColumn, ResourceRule, SignSpec, SpanRule, TimeRule,
+    TimesSpec,
 };

@@ -461,7 +461,7 @@ impl Parser<'_> {
         parsed.rounded = rounded;
         parsed.identity_platform = identity_platform;
         set(&mut c.origin.file, file);
-        c.origin.line = row.line();
+        c.origin.line = row.ctx.source_line(row.line());
         set(&mut c.origin.item, item);
         self.identify(row, &facts, parsed)?;
         // The previous row is the previous row of the same instance and category.

@@ -14,6 +14,7 @@ pub(super) static BUILTIN_FILES: &[(&str, &str)] = &[
     ("aws-cur.toml", include_str!("../../../profiles/aws-cur.toml")),
     ("azure.toml", include_str!("../../../profiles/azure.toml")),
     ("oci.toml", include_str!("../../../profiles/oci.toml")),
+    ("gcp.toml", include_str!("../../../profiles/gcp.toml")),
     ("tencent.toml", include_str!("../../../profiles/tencent.toml")),
     ("tencent-resource.toml", include_str!("../../../profiles/tencent-resource.toml")),
     ("ctyun.toml", include_str!("../../../profiles/ctyun.toml")),

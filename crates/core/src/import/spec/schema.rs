@@ -94,6 +94,21 @@ pub struct ProfileSpec {
     /// A profile without a `provider` column puts every row on its own platform.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub providers: Vec<ProviderSpec>,
+    /// Columns that make a file of this format one the profile cannot read right (Google
+    /// Cloud's `credits` held in one cell): such a file is refused at its header, saying why.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub refused_columns: Vec<RefusedColumn>,
+}
+
+/// A column whose presence makes a file unreadable by its profile (see
+/// [`ProfileSpec::refused_columns`]).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RefusedColumn {
+    /// The column's name (matched after trimming, ASCII case ignored).
+    pub name: String,
+    /// Why, and what to export instead.
+    pub why: String,
 }
 
 /// A column name, or a list of them.
