@@ -337,7 +337,7 @@ impl JsonlCsv {
 }
 
 /// Appends one CSV line: cells quoted when they hold a delimiter, a quote or a line break.
-fn write_row<'a>(out: &mut Vec<u8>, cells: impl Iterator<Item = &'a str>) {
+pub(crate) fn write_row<'a>(out: &mut Vec<u8>, cells: impl Iterator<Item = &'a str>) {
     for (i, cell) in cells.enumerate() {
         if i > 0 {
             out.push(b',');

@@ -392,22 +392,9 @@ fn instant_text(micros: i64, zoned: bool) -> String {
     }
 }
 
-/// Appends one CSV line: cells quoted when they hold a delimiter, a quote or a line break.
+/// Appends one CSV line (see [`super::jsonl::write_row`]); `None` is an empty cell.
 fn write_row<'a>(out: &mut Vec<u8>, cells: impl Iterator<Item = Option<&'a str>>) {
-    for (i, cell) in cells.enumerate() {
-        if i > 0 {
-            out.push(b',');
-        }
-        let cell = cell.unwrap_or("");
-        if cell.contains([',', '"', '\n', '\r']) {
-            out.push(b'"');
-            out.extend_from_slice(cell.replace('"', "\"\"").as_bytes());
-            out.push(b'"');
-        } else {
-            out.extend_from_slice(cell.as_bytes());
-        }
-    }
-    out.push(b'\n');
+    super::jsonl::write_row(out, cells.map(|c| c.unwrap_or("")));
 }
 
 #[cfg(test)]
