@@ -410,6 +410,7 @@ impl Profile {
         &self.spec.refused_columns
     }
     /// The profile's columns that make a row's native id (none: the format has none).
+    #[cfg(feature = "store")]
     pub(crate) fn native_id_columns(&self) -> &[usize] {
         &self.fields.native_id
     }
