@@ -18,6 +18,19 @@ pub(super) fn rows(out: &str) -> Vec<BTreeMap<String, String>> {
         .collect()
 }
 
+/// The `cost --format csv` line of `month` for the instance whose id ends with `ends`, run in
+/// `d` (a GPU platform's test: its model, GPU-hours and compute).
+pub(super) fn instance_line(
+    d: &std::path::Path,
+    month: &str,
+    ends: &str,
+) -> BTreeMap<String, String> {
+    let out = gpuaudit(d, &["cost", "--month", month, "--format", "csv"]);
+    let lines = rows(&stdout(&out));
+    let line = lines.iter().find(|r| r["instance"].ends_with(ends));
+    line.unwrap_or_else(|| panic!("no instance ending {ends}: {lines:?}")).clone()
+}
+
 /// Sum of `column` per currency.
 pub(super) fn per_currency(
     rows: &[BTreeMap<String, String>],

@@ -6,7 +6,7 @@ use std::io::Write;
 
 use rust_decimal::Decimal;
 
-use super::cost::rows;
+use super::cost::{instance_line, rows};
 use super::{gpuaudit, snapshot, stderr, stdout, workdir};
 
 const BILL: &str = "fixtures/gcp/valid/detailed_export_a2_vm.json";
@@ -31,10 +31,7 @@ fn a_gcp_export_nets_its_credits_and_gives_gpu_hours_by_machine_type() {
     let want: Decimal = "7.326898397260".parse().unwrap();
     let total: Decimal = lines.iter().map(|r| r["billed_cost"].parse::<Decimal>().unwrap()).sum();
     assert_eq!(total, want);
-    let out = gpuaudit(d, &["cost", "--month", "2024-05", "--format", "csv"]);
-    let lines = rows(&stdout(&out));
-    let vm = lines.iter().find(|r| r["instance"].ends_with("/instances/4471947310893417302"));
-    let vm = vm.unwrap_or_else(|| panic!("{lines:?}"));
+    let vm = instance_line(d, "2024-05", "/instances/4471947310893417302");
     assert_eq!((vm["gpu_model"].as_str(), vm["gpu_hours"].as_str()), ("A100 40GB", "3"));
     // Core, RAM and GPU for 3 hours, less the committed use discount on the GPU.
     assert_eq!(vm["compute"], "6.234282");

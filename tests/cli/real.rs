@@ -8,7 +8,7 @@ use std::collections::BTreeMap;
 
 use rust_decimal::Decimal;
 
-use super::cost::{per_currency, rows};
+use super::cost::{instance_line, per_currency, rows};
 use super::{gpuaudit, stderr, stdout, workdir};
 
 /// What the import of `file` in `d` said on its way out with exit code 2.
@@ -331,10 +331,7 @@ fn azure_gpu_hours_come_from_the_vm_size() {
     let d = dir.path();
     let out = gpuaudit(d, &["import", "fixtures/azure/valid/a100_vm_day.csv"]);
     assert!(out.status.success(), "{}", stderr(&out));
-    let out = gpuaudit(d, &["cost", "--month", "2023-09", "--format", "csv"]);
-    let lines = rows(&stdout(&out));
-    let vm = lines.iter().find(|r| r["instance"].ends_with("/virtualMachines/trainer-a100"));
-    let vm = vm.unwrap_or_else(|| panic!("{lines:?}"));
+    let vm = instance_line(d, "2023-09", "/virtualMachines/trainer-a100");
     assert_eq!((vm["gpu_model"].as_str(), vm["gpu_hours"].as_str()), ("A100 80GB", "24"));
     assert_eq!(vm["compute"], "88.152");
 }

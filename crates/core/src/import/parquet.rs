@@ -58,45 +58,42 @@ pub(crate) fn parquet_as_csv(
     path: &Path,
     want: &dyn Fn(&[String]) -> Option<Wanted>,
 ) -> Result<Box<dyn Read + Send>> {
-    check_pages(path)?;
     let file = std::fs::File::open(path).map_err(|e| Error::io(path, e))?;
-    let read = crate::error::catch(|| -> PolarsResult<(usize, Vec<String>)> {
+    let read = crate::error::catch(|| -> PolarsResult<(Footer, Vec<String>)> {
         let mut reader = ParquetReader::new(file);
-        let rows = reader.num_rows()?;
+        let footer = reader.get_metadata()?.clone();
         let names = reader.schema()?.iter_names().map(|n| n.to_string()).collect();
-        Ok((rows, names))
+        Ok((footer, names))
     });
-    let (rows, names) = match read {
+    let (footer, names) = match read {
         Ok(read) => read.map_err(|e| parquet_error(path, e))?,
         Err(panic) => {
             return Err(ErrorKind::Delivery { path: path.to_owned(), message: panic }.into());
         }
     };
+    check_pages(path, &footer)?;
     let wanted = want(&names).filter(|w| w.read.len() < names.len());
     let mut out = Vec::new();
     write_row(&mut out, names.iter().map(|n| Some(n.as_str())));
-    let width = names.len();
-    Ok(Box::new(ParquetCsv { path: path.to_owned(), rows, next: 0, out, at: 0, wanted, width }))
+    let (path, width) = (path.to_owned(), names.len());
+    Ok(Box::new(ParquetCsv { path, footer, next: 0, out, at: 0, wanted, width }))
 }
+
+/// A Parquet file's footer, read once and shared by the readers of its slices.
+type Footer = std::sync::Arc<polars_parquet::parquet::metadata::FileMetadata>;
 
 /// Refuses a Parquet file whose page headers claim more values than their column chunk holds,
 /// or pages larger than the file. polars' decoder reserves memory for a page's claimed values
 /// before it reads them, and an allocation that fails aborts the process, which no guard can
 /// turn into an error (the fuzz harness found a damaged header claiming 2^61 bytes' worth).
 /// Only the headers are read (a few bytes a page, seeking past each page's data).
-fn check_pages(path: &Path) -> Result<()> {
+fn check_pages(path: &Path, meta: &Footer) -> Result<()> {
     use std::io::{Seek, SeekFrom};
     let bad = |message: String| -> Error {
         ErrorKind::Delivery { path: path.to_owned(), message }.into()
     };
     let mut file = std::fs::File::open(path).map_err(|e| Error::io(path, e))?;
     let size = file.metadata().map_err(|e| Error::io(path, e))?.len();
-    let read = crate::error::catch(|| polars_parquet::parquet::read::read_metadata(&mut file));
-    let meta = match read {
-        Ok(Ok(meta)) => meta,
-        // The reader that follows names what it cannot read.
-        _ => return Ok(()),
-    };
     for group in &meta.row_groups {
         for column in group.parquet_columns() {
             let total = u64::try_from(column.num_values()).unwrap_or(0);
@@ -181,7 +178,7 @@ pub(crate) fn pages_claim<R: Read + std::io::Seek>(
 /// CSV text of a Parquet file, made a slice of rows at a time as it is read.
 struct ParquetCsv {
     path: PathBuf,
-    rows: usize,
+    footer: Footer,
     next: usize,
     out: Vec<u8>,
     at: usize,
@@ -192,10 +189,10 @@ struct ParquetCsv {
 
 impl Read for ParquetCsv {
     fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
-        while self.at == self.out.len() && self.next < self.rows {
+        while self.at == self.out.len() && self.next < self.footer.num_rows {
             self.out.clear();
             self.at = 0;
-            let take = ROWS_AT_ONCE.min(self.rows - self.next);
+            let take = ROWS_AT_ONCE.min(self.footer.num_rows - self.next);
             self.slice(self.next, take).map_err(io::Error::other)?;
             self.next += take;
         }
@@ -240,9 +237,10 @@ impl ParquetCsv {
         let fail = |e: PolarsError| format!("parquet: {e}");
         let file = std::fs::File::open(&self.path).map_err(|e| e.to_string())?;
         let decoded = crate::error::catch(|| -> PolarsResult<_> {
-            let reader = ParquetReader::new(file)
+            let mut reader = ParquetReader::new(file)
                 .read_parallel(ParallelStrategy::None)
                 .with_slice(Some((from, take)));
+            reader.set_metadata(self.footer.clone());
             let frame = reader.with_projection(only.map(<[usize]>::to_vec)).finish()?;
             frame.columns().iter().map(cells).collect::<PolarsResult<Vec<Texts>>>()
         });
