@@ -67,6 +67,12 @@ fn a_bad_line_of_a_json_lines_bill_is_refused_at_its_line() {
     assert_ne!(odd, lines[2]);
     let err = refused("credit.json", format!("{}\n\n{}\n{odd}\n", lines[0], lines[1]));
     assert!(err.contains("credit.json:4: column cost: \"lots\" is not an amount"), "{err}");
+    // The Parquet form (nested columns), its second row's cost a text: named by its row.
+    let out = gpuaudit(d, &["import", "fixtures/gcp/invalid/cost_as_text_on_row_2.parquet"]);
+    assert_eq!(out.status.code(), Some(2));
+    let want = "cost_as_text_on_row_2.parquet: row 2: column cost: \"lots\" is not an amount";
+    assert!(stderr(&out).contains(want), "{}", stderr(&out));
+    assert_eq!(snapshot(&d.join(".gpuaudit")), before);
     // An amount past the bounds of exponent notation.
     let huge = lines[0].replace("\"cost\":0.379908", "\"cost\":1e99");
     let err = refused("huge.json", format!("{huge}\n"));

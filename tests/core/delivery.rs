@@ -219,6 +219,9 @@ fn a_parquet_export_gives_the_charges_and_ids_of_the_same_export_as_csv() {
             "aws-cur/valid/real_rows_one_without_its_line_item_id.csv",
             40,
         ),
+        // Google Cloud's export with its nested columns (service, labels, credits), written by
+        // DuckDB from the JSON lines fixture: read through the same JSON lines reader.
+        ("gcp/valid/detailed_export_a2_vm.parquet", "gcp/valid/detailed_export_a2_vm.json", 22),
     ];
     for (name, csv, rows) in cases {
         let (parquet, csv) = (fixture(name), fixture(csv));

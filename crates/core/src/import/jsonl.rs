@@ -89,6 +89,9 @@ struct Flat {
     credits: Vec<BTreeMap<String, String>>,
 }
 
+/// A bill as CSV text, and where each of its lines was read when they are not the file's.
+pub(crate) type Text = (Box<dyn Read + Send>, Option<Arc<LineMap>>);
+
 /// A JSON lines bill as CSV text, the digest of its bytes and their size, and where each CSV
 /// line was read.
 pub(crate) type Jsonl = (Box<dyn Read + Send>, Sha256, u64, Arc<LineMap>);
@@ -257,15 +260,27 @@ fn key_values(text: &str) -> Option<Vec<(String, Option<&RawValue>)>> {
     (!pairs.is_empty()).then(|| pairs.into_iter().map(|p| (p.key, p.value)).collect())
 }
 
-/// A scalar's cell: a string unescaped, a number or boolean as written, null as none; an
-/// object or array as its JSON text.
+/// A scalar's cell: a string unescaped, a number as its shortest exact decimal text, a boolean
+/// as written, null as none; an object or array as its JSON text.
 fn scalar(value: &RawValue) -> std::result::Result<Option<String>, String> {
     let text = value.get();
     Ok(match text.as_bytes().first() {
         Some(b'"') => Some(serde_json::from_str::<String>(text).map_err(|e| e.to_string())?),
         Some(b'n') => None,
+        Some(b'-' | b'0'..=b'9') => Some(number(text)),
         _ => Some(text.to_owned()),
     })
+}
+
+/// A JSON number as its shortest exact decimal text (`1.9327352832E14` and `193273528320000.0`
+/// are `193273528320000`), the text a Parquet export of the same value gives, so that a row
+/// reads alike from either; a number past 28 significant digits is kept as written.
+fn number(text: &str) -> String {
+    let exact = match text.contains(['e', 'E']) {
+        true => rust_decimal::Decimal::from_scientific(text).ok(),
+        false => rust_decimal::Decimal::from_str_exact(text).ok(),
+    };
+    exact.map_or_else(|| text.to_owned(), |d| d.normalize().to_string())
 }
 
 /// The CSV text of a JSON lines bill, made a line at a time as it is read (second reading).
@@ -372,6 +387,12 @@ mod tests {
         assert_eq!(flat.credits.len(), 1);
         assert_eq!(flat.credits[0]["credits.amount"], "-0.01");
         assert!(is_json_lines(b"\xef\xbb\xbf \n{\"a\":1}"));
+        assert_eq!(number("1.9327352832E14"), "193273528320000");
+        assert_eq!(number("193273528320000.0"), "193273528320000");
+        assert_eq!(number("0.93364999999987552"), "0.93364999999987552");
+        assert_eq!(number("1e-7"), "0.0000001");
+        let long = "0.12345678901234567890123456789012";
+        assert_eq!(number(long), long, "past a decimal's digits: kept as written");
         assert!(!is_json_lines(b"a,b\n"));
     }
 

@@ -23,6 +23,11 @@
 //! - Bounded memory: [`ROWS_AT_ONCE`] rows are decoded at a time. Errors name the row,
 //!   counted from 1: `bill.parquet: row 12345: column BilledCost: …`, and so do the
 //!   evidence lines of `waste --explain` and `reconcile` ([`crate::error::place`]).
+//! - A file with nested columns (structs, lists: Google Cloud's export as Parquet) is made the
+//!   JSON lines of its rows and read by `jsonl` (its credits rows of their own), the names of
+//!   a struct's fields dotted (`service.description`); it reads to the charges and ids of the
+//!   same export as JSON lines. Its rows are decoded whole (no projection), row by row for
+//!   lists, which is slower than a flat bill.
 //! - The file's digest is of its own bytes (as a spreadsheet's), not of the text made of it.
 //! - A Parquet bill has no footer rows: a row whose first cell reads `Total` is data.
 //! - A Parquet bill is read from a file (its footer is at its end): not from standard input,
@@ -35,6 +40,7 @@ use chrono::{DateTime, NaiveDate};
 use polars::prelude::*;
 use rust_decimal::Decimal;
 
+use super::jsonl::Text;
 use crate::error::{Error, ErrorKind, Result};
 
 /// Rows decoded at a time.
@@ -57,26 +63,38 @@ pub(crate) struct Wanted {
 pub(crate) fn parquet_as_csv(
     path: &Path,
     want: &dyn Fn(&[String]) -> Option<Wanted>,
-) -> Result<Box<dyn Read + Send>> {
+) -> Result<Text> {
     let file = std::fs::File::open(path).map_err(|e| Error::io(path, e))?;
-    let read = crate::error::catch(|| -> PolarsResult<(Footer, Vec<String>)> {
+    let read = crate::error::catch(|| -> PolarsResult<(Footer, Vec<String>, bool)> {
         let mut reader = ParquetReader::new(file);
         let footer = reader.get_metadata()?.clone();
-        let names = reader.schema()?.iter_names().map(|n| n.to_string()).collect();
-        Ok((footer, names))
+        let schema = reader.schema()?;
+        let names = schema.iter_names().map(|n| n.to_string()).collect();
+        let nested = schema.iter_values().any(|f| {
+            use polars_arrow::datatypes::ArrowDataType as D;
+            matches!(f.dtype(), D::Struct(_) | D::List(_) | D::LargeList(_))
+        });
+        Ok((footer, names, nested))
     });
-    let (footer, names) = match read {
+    let (footer, names, nested) = match read {
         Ok(read) => read.map_err(|e| parquet_error(path, e))?,
         Err(panic) => {
             return Err(ErrorKind::Delivery { path: path.to_owned(), message: panic }.into());
         }
     };
     check_pages(path, &footer)?;
+    if nested {
+        let open = || -> Result<Box<dyn Read + Send>> {
+            Ok(Box::new(ParquetJson::new(path, footer.clone())))
+        };
+        let (text, _, _, lines) = super::jsonl::jsonl_as_csv(path, &open)?;
+        return Ok((text, Some(lines)));
+    }
     let wanted = want(&names).filter(|w| w.read.len() < names.len());
     let mut out = Vec::new();
     write_row(&mut out, names.iter().map(|n| Some(n.as_str())));
     let (path, width) = (path.to_owned(), names.len());
-    Ok(Box::new(ParquetCsv { path, footer, next: 0, out, at: 0, wanted, width }))
+    Ok((Box::new(ParquetCsv { path, footer, next: 0, out, at: 0, wanted, width }), None))
 }
 
 /// A Parquet file's footer, read once and shared by the readers of its slices.
@@ -242,7 +260,11 @@ impl ParquetCsv {
                 .with_slice(Some((from, take)));
             reader.set_metadata(self.footer.clone());
             let frame = reader.with_projection(only.map(<[usize]>::to_vec)).finish()?;
-            frame.columns().iter().map(cells).collect::<PolarsResult<Vec<Texts>>>()
+            frame
+                .columns()
+                .iter()
+                .map(|c| cells(c.as_materialized_series()))
+                .collect::<PolarsResult<Vec<Texts>>>()
         });
         let decoded = decoded?.map_err(fail)?;
         let places: Vec<usize> = match only {
@@ -260,6 +282,124 @@ impl ParquetCsv {
         }
         Ok(columns)
     }
+}
+
+/// A Parquet bill with nested columns (Google Cloud's export: `service`, `labels`, `credits`)
+/// as the JSON lines of its rows, for `jsonl` to read as it reads BigQuery's JSON export: a
+/// struct's fields as dotted names, a list as a JSON array, every value as the text a flat
+/// Parquet bill's cell would be. Line 1 is blank, so that row N is line N + 1 (as in the CSV
+/// text of a flat Parquet bill: errors and evidence say `row N`).
+struct ParquetJson {
+    path: PathBuf,
+    footer: Footer,
+    next: usize,
+    out: Vec<u8>,
+    at: usize,
+}
+
+impl ParquetJson {
+    fn new(path: &Path, footer: Footer) -> Self {
+        ParquetJson { path: path.to_owned(), footer, next: 0, out: b"\n".to_vec(), at: 0 }
+    }
+
+    /// Rows `from..from + take` as JSON lines into `out`.
+    fn slice(&mut self, from: usize, take: usize) -> std::result::Result<(), String> {
+        let file = std::fs::File::open(&self.path).map_err(|e| e.to_string())?;
+        let decoded = crate::error::catch(|| -> PolarsResult<Vec<String>> {
+            let mut reader = ParquetReader::new(file)
+                .read_parallel(ParallelStrategy::None)
+                .with_slice(Some((from, take)));
+            reader.set_metadata(self.footer.clone());
+            let frame = reader.finish()?;
+            let mut rows = vec![String::from("{"); frame.height()];
+            for column in frame.columns() {
+                let series = column.as_materialized_series();
+                add_json(series.name(), series, &mut rows)?;
+            }
+            Ok(rows)
+        });
+        for row in decoded?.map_err(|e| format!("parquet: {e}"))? {
+            self.out.extend_from_slice(row.as_bytes());
+            self.out.extend_from_slice(b"}\n");
+        }
+        Ok(())
+    }
+}
+
+impl Read for ParquetJson {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        while self.at == self.out.len() && self.next < self.footer.num_rows {
+            self.out.clear();
+            self.at = 0;
+            let take = ROWS_AT_ONCE.min(self.footer.num_rows - self.next);
+            self.slice(self.next, take).map_err(io::Error::other)?;
+            self.next += take;
+        }
+        let n = buf.len().min(self.out.len() - self.at);
+        buf[..n].copy_from_slice(&self.out[self.at..self.at + n]);
+        self.at += n;
+        Ok(n)
+    }
+}
+
+/// Adds the values of `series` (a column, or a struct's field) to `rows`, one JSON object's
+/// text a row being built: a struct's fields under `name.field`, a list as an array.
+fn add_json(name: &str, series: &Series, rows: &mut [String]) -> PolarsResult<()> {
+    match series.dtype() {
+        DataType::Struct(_) => {
+            for field in series.struct_()?.fields_as_series() {
+                add_json(&format!("{name}.{}", field.name()), &field, rows)?;
+            }
+        }
+        DataType::List(_) => {
+            let lists = series.list()?;
+            for (i, row) in rows.iter_mut().enumerate() {
+                if let Some(items) = lists.get_as_series(i) {
+                    json_field(row, name, &array_json(&items)?);
+                }
+            }
+        }
+        _ => {
+            let texts = cells(series)?;
+            for (i, row) in rows.iter_mut().enumerate() {
+                if let Some(text) = texts.get(i) {
+                    json_field(row, name, &json_string(text));
+                }
+            }
+        }
+    }
+    Ok(())
+}
+
+/// A list's items as a JSON array: objects for structs (`{"key": …, "value": …}`), else texts.
+fn array_json(items: &Series) -> PolarsResult<String> {
+    let mut elements = if let DataType::Struct(_) = items.dtype() {
+        let mut objects = vec![String::from("{"); items.len()];
+        for field in items.struct_()?.fields_as_series() {
+            add_json(field.name(), &field, &mut objects)?;
+        }
+        objects.iter_mut().for_each(|o| o.push('}'));
+        objects
+    } else {
+        let texts = cells(items)?;
+        (0..items.len()).map(|i| texts.get(i).map_or("null".into(), json_string)).collect()
+    };
+    elements.retain(|e| e != "{}");
+    Ok(format!("[{}]", elements.join(",")))
+}
+
+/// Appends `"name": value` to the object being built in `row`.
+fn json_field(row: &mut String, name: &str, value: &str) {
+    if row.len() > 1 {
+        row.push(',');
+    }
+    row.push_str(&json_string(name));
+    row.push(':');
+    row.push_str(value);
+}
+
+fn json_string(text: &str) -> String {
+    serde_json::to_string(text).unwrap_or_else(|_| "null".into())
 }
 
 /// The texts of a column's cells, in one buffer (a cell is a range of it; `None` is null).
@@ -315,9 +455,8 @@ impl Texts {
 }
 
 /// A column's cells as the text a CSV export holds (see the module docs).
-fn cells(column: &Column) -> PolarsResult<Texts> {
+fn cells(series: &Series) -> PolarsResult<Texts> {
     use std::fmt::Write as _;
-    let series = column.as_materialized_series();
     Ok(match series.dtype() {
         DataType::String => Texts::of_str(series.str()?.iter()),
         DataType::Decimal(_, scale) => {

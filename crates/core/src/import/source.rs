@@ -53,7 +53,8 @@ fn start_reading(path: &Path, pool: &Pool) -> Result<(Splitter<HashingReader>, F
     let parquet = head.starts_with(b"PAR1");
     let mut lines = None;
     let (hashing, read_size, sniffed) = if parquet {
-        let csv = parquet_bill(path, consumed.is_some(), pool)?;
+        let (csv, map) = parquet_bill(path, consumed.is_some(), pool)?;
+        lines = map;
         let (hasher, bytes) = digest_of(path)?;
         let hashing = HashingReader { inner: csv, hasher, bytes, hashing: false, consumed: None };
         let sniffed =
@@ -147,9 +148,10 @@ fn parquet_wanted(path: &Path, names: &[String], pool: &Pool) -> Option<super::p
     Some(super::parquet::Wanted { read, native })
 }
 
-/// A Parquet bill as CSV text (see `parquet`): a regular file of its own, not `compressed`,
-/// read where its footer is (an archive's member or standard input is no regular file).
-fn parquet_bill(path: &Path, compressed: bool, pool: &Pool) -> Result<Box<dyn Read + Send>> {
+/// A Parquet bill as CSV text (see `parquet`), with where its lines were read when it went
+/// through JSON lines (nested columns): a regular file of its own, not `compressed`, read where
+/// its footer is (an archive's member or standard input is no regular file).
+fn parquet_bill(path: &Path, compressed: bool, pool: &Pool) -> Result<super::jsonl::Text> {
     if compressed || !std::fs::metadata(path).is_ok_and(|m| m.is_file()) {
         let message = "a Parquet bill is read from a file of its own (not compressed, in an \
                        archive or from standard input)"
