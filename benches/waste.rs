@@ -51,6 +51,8 @@ fn charge(
         currency: "CNY".into(),
         balance_after: None,
         origin: Origin { file: "bench.csv".into(), line: n as u64 + 2, item: category.to_string() },
+        service: None,
+        usage_type: None,
     }
 }
 

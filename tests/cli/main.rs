@@ -7,6 +7,7 @@ mod delivery;
 mod engines;
 mod export;
 mod gcp;
+mod judged;
 mod real;
 mod report;
 mod shell;

@@ -163,6 +163,8 @@ fn sums_that_would_overflow_are_errors_in_waste_reconcile_and_summary() {
             currency: "CNY".into(),
             balance_after: None,
             origin: Origin { file: "big.csv".into(), line: 2 + i as u64, item: "disk".into() },
+            service: None,
+            usage_type: None,
         })
         .collect();
     let config = gpuaudit_core::config::Config::default();

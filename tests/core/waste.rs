@@ -77,6 +77,8 @@ impl Book {
                 line: n as u64 + 1,
                 item: category.to_string(),
             },
+            service: None,
+            usage_type: None,
         });
     }
 

@@ -374,6 +374,13 @@ pub struct Charge {
     pub balance_after: Option<Decimal>,
     /// Provenance.
     pub origin: Origin,
+    /// The service the bill names (AWS product code, FOCUS `ServiceName`, Azure meter
+    /// category, GCP service, OCI service), when it names one.
+    pub service: Option<String>,
+    /// The bill's words for what was used, as its rates are keyed (AWS usage type and
+    /// operation, a FOCUS or GCP SKU, an Azure meter), when it gives them: two lines of one
+    /// resource and span that differ in it bill different usage.
+    pub usage_type: Option<String>,
 }
 
 impl Charge {
@@ -412,6 +419,8 @@ impl Charge {
             currency: String::new(),
             balance_after: None,
             origin: Origin { file: String::new(), line: 0, item: String::new() },
+            service: None,
+            usage_type: None,
         }
     }
 
@@ -554,6 +563,8 @@ mod tests {
             currency: "USD".into(),
             balance_after: None,
             origin: Origin { file: "a.csv".into(), line: 2, item: "NC24ads_A100_v4 hours".into() },
+            service: None,
+            usage_type: None,
         };
         let key = ChargeId::content_key(&charge);
         let content = ChargeId::from_content(key, 1);

@@ -122,6 +122,10 @@ pub struct ChargeRef<'a> {
     pub line: u64,
     /// The bill's words for the item.
     pub item: &'a str,
+    /// The service the bill names.
+    pub service: Option<&'a str>,
+    /// The bill's words for what was used.
+    pub usage_type: Option<&'a str>,
 }
 
 impl<'a> ChargeRef<'a> {
@@ -155,6 +159,8 @@ impl<'a> ChargeRef<'a> {
             file: &c.origin.file,
             line: c.origin.line,
             item: &c.origin.item,
+            service: c.service.as_deref(),
+            usage_type: c.usage_type.as_deref(),
         }
     }
 }

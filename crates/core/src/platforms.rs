@@ -1,5 +1,7 @@
 //! What the rules need to know of each platform, as the profile that imported it says: the
-//! zone its days and months are cut in, and the money its unit prices multiply to.
+//! zone its days and months are cut in, the money its unit prices multiply to, whether its
+//! bills link disks and IPs to instances, the words by which they say an address was idle,
+//! and whether an end at `hh:59:59` closes the hour.
 //!
 //! These are facts of a platform's bills, known to the profile that read them; the rules get
 //! them from here rather than looking a profile up by name, so that a user profile's
@@ -24,6 +26,34 @@ use crate::import::Profile;
 pub struct Platforms {
     zones: BTreeMap<String, Tz>,
     unit_price_of: BTreeMap<String, UnitPriceOf>,
+    bill_facts: BTreeMap<String, BillFacts>,
+}
+
+/// What a platform's bills say and do not say, as its profile declares it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct BillFacts {
+    /// Whether a disk's, an IP's or a snapshot's row names its instance (or is billed on the
+    /// instance's row): else an unlinked one is not known to be unattached.
+    pub links_storage: bool,
+    /// Words of a charge's usage text (or its item) by which the bill says a public IP was
+    /// idle, lower case.
+    pub idle_ip_usage: Vec<String>,
+    /// Whether an end at `hh:59:59` closes the whole hour.
+    pub end_second_inclusive: bool,
+    /// Regexes of the instance ids that are virtual machines; empty: every instance is one.
+    pub vm_ids: Vec<String>,
+}
+
+impl Default for BillFacts {
+    /// A platform no one describes: its bills link what they bill.
+    fn default() -> Self {
+        BillFacts {
+            links_storage: true,
+            idle_ip_usage: Vec::new(),
+            end_second_inclusive: false,
+            vm_ids: Vec::new(),
+        }
+    }
 }
 
 impl Default for Platforms {
@@ -36,7 +66,11 @@ impl Default for Platforms {
 impl Platforms {
     /// No platform described: every platform is cut in UTC and prices its list cost.
     pub fn none() -> Self {
-        Platforms { zones: BTreeMap::new(), unit_price_of: BTreeMap::new() }
+        Platforms {
+            zones: BTreeMap::new(),
+            unit_price_of: BTreeMap::new(),
+            bill_facts: BTreeMap::new(),
+        }
     }
 
     /// The facts of `profiles`' platforms, a later profile winning for a platform named twice.
@@ -46,6 +80,13 @@ impl Platforms {
             for name in std::iter::once(p.platform()).chain(p.former_platform()) {
                 platforms.set_zone(name, p.zone());
                 platforms.unit_price_of.insert(name.to_owned(), p.unit_price_of());
+                let facts = BillFacts {
+                    links_storage: p.bill_links_storage(),
+                    idle_ip_usage: p.idle_ip_usage(),
+                    end_second_inclusive: p.end_second_inclusive(),
+                    vm_ids: p.vm_ids().to_vec(),
+                };
+                platforms.bill_facts.insert(name.to_owned(), facts);
             }
         }
         platforms
@@ -65,6 +106,22 @@ impl Platforms {
     pub fn extend(&mut self, other: &Platforms) {
         self.zones.extend(other.zones.iter().map(|(p, z)| (p.clone(), *z)));
         self.unit_price_of.extend(other.unit_price_of.iter().map(|(p, u)| (p.clone(), *u)));
+        self.bill_facts.extend(other.bill_facts.iter().map(|(p, f)| (p.clone(), f.clone())));
+    }
+
+    /// Says what `platform`'s bills say ([`BillFacts`]).
+    pub fn set_bill_facts(&mut self, platform: &str, facts: BillFacts) {
+        self.bill_facts.insert(platform.to_owned(), facts);
+    }
+
+    /// What `platform`'s bills say: [`BillFacts::default`] when no one said.
+    pub fn bill_facts(&self, platform: &str) -> BillFacts {
+        self.bill_facts.get(platform).cloned().unwrap_or_default()
+    }
+
+    /// Whether `platform`'s bills link disks, IPs and snapshots to their instances.
+    pub fn links_storage(&self, platform: &str) -> bool {
+        self.bill_facts.get(platform).is_none_or(|f| f.links_storage)
     }
 
     /// The zone of `platform`: UTC when no one said.

@@ -35,7 +35,7 @@ use std::sync::Arc;
 
 use rust_decimal::Decimal;
 
-use crate::charge::{Category, Charge, ChargeId, Kind, Pricing, YearMonth};
+use crate::charge::{Category, ChargeId, Kind, Pricing, YearMonth};
 
 #[path = "window_micros.rs"]
 mod micros;
@@ -49,6 +49,8 @@ pub(crate) use amounts::packed;
 pub(crate) use amounts::{Packed, pack};
 use amounts::{SPILLED, Stored, decimal_of};
 
+#[path = "window_charges.rs"]
+mod charges;
 #[path = "window_left_out.rs"]
 mod left_out;
 #[path = "window_link.rs"]
@@ -57,6 +59,7 @@ mod link;
 mod origins;
 #[path = "window_said.rs"]
 mod said;
+pub use charges::{amounts_of, in_text_order, origin_of, row_of, rows_of, usage_of};
 pub use left_out::LeftOut;
 pub use link::link_rows;
 pub(crate) use origins::Elsewhere;
@@ -135,6 +138,8 @@ pub struct RowOrigin {
     pub line: u64,
     /// The bill's words for the item: none when empty.
     pub item: Option<Sym>,
+    /// The bill's words for what was used (its usage type): none when empty.
+    pub usage_type: Option<Sym>,
 }
 
 /// What a row measured ([`Window::usage`]): kept by the window beside the row, read only by
@@ -145,6 +150,8 @@ pub struct Usage {
     pub unit: Option<Sym>,
     /// Number of GPUs.
     pub gpu_count: Option<u16>,
+    /// The service the bill names.
+    pub service: Option<Sym>,
 }
 
 /// A charge as the rules read it: the fields of [`Charge`] they use, its texts as [`Sym`]s
@@ -271,6 +278,8 @@ pub struct Window {
     ids: Vec<[u64; 2]>,
     /// The rows' items, by [`Row::pos`] ([`Window::origin`]); shorter, or empty, as the ids.
     items: Vec<Option<Sym>>,
+    /// The rows' usage types, by [`Row::pos`], as the items.
+    usage_types: Vec<Option<Sym>>,
     /// The rows' files (a sym's number, 0 for none) and lines, by [`Row::pos`]: of the rows
     /// read with them only.
     lines: Vec<[u64; 2]>,
@@ -303,6 +312,7 @@ impl Window {
             spilled: Vec::new(),
             ids: if ids { vec![[0, 0]; rows] } else { Vec::new() },
             items: Vec::new(),
+            usage_types: Vec::new(),
             lines: Vec::new(),
             usage: Vec::new(),
             left_out: LeftOut::default(),
@@ -377,9 +387,13 @@ impl Window {
             }
             let mine = &mut self.texts;
             let mut adopt = |s: Option<Sym>| s.map(|s| mine.adopt(texts, s, &mut memo));
-            let origin =
-                origin.map(|o| RowOrigin { file: adopt(o.file), item: adopt(o.item), ..o });
-            let used = used.map(|u| Usage { unit: adopt(u.unit), ..u });
+            let origin = origin.map(|o| RowOrigin {
+                file: adopt(o.file),
+                item: adopt(o.item),
+                usage_type: adopt(o.usage_type),
+                ..o
+            });
+            let used = used.map(|u| Usage { unit: adopt(u.unit), service: adopt(u.service), ..u });
             if let Some(origin) = origin {
                 self.keep_origin(pos - 1, origin);
             }
@@ -403,6 +417,9 @@ impl Window {
         if origin.item.is_some() {
             put(&mut self.items, pos, origin.item, room);
         }
+        if origin.usage_type.is_some() {
+            put(&mut self.usage_types, pos, origin.usage_type, room);
+        }
         if origin.file.is_some() || origin.line != 0 {
             let file = origin.file.map_or(0, |f| u64::from(f.0.get()));
             put(&mut self.lines, pos, [file, origin.line], room);
@@ -422,7 +439,17 @@ impl Window {
         let pos = row.pos as usize;
         let [file, line] = self.lines.get(pos).copied().unwrap_or_default();
         let file = u32::try_from(file).ok().and_then(NonZeroU32::new).map(Sym);
-        RowOrigin { file, line, item: self.item_sym(row) }
+        RowOrigin { file, line, item: self.item_sym(row), usage_type: self.usage_type_sym(row) }
+    }
+
+    /// [`Window::origin`]'s usage type alone.
+    pub(crate) fn usage_type_sym(&self, row: &Row) -> Option<Sym> {
+        self.usage_types.get(row.pos as usize).copied().flatten()
+    }
+
+    /// The bill's words for what `row`, a row of this window, used ("" for none).
+    pub fn usage_type(&self, row: &Row) -> &str {
+        self.texts.opt(self.usage_type_sym(row)).unwrap_or("")
     }
 
     /// [`Window::origin`]'s item alone, without reading the file and line.
@@ -508,36 +535,6 @@ impl Window {
     }
 }
 
-/// The window of `charges`, in order, with their amounts.
-pub fn rows_of(charges: &[Charge]) -> Window {
-    let mut texts = Texts::default();
-    let mut rows: Vec<Row> = charges.iter().map(|c| row_of(c, &mut texts)).collect();
-    for (i, r) in rows.iter_mut().enumerate() {
-        r.pos = u32::try_from(i).unwrap_or(u32::MAX);
-    }
-    let mut window = Window { texts, rows, ..Window::default() };
-    for (i, c) in charges.iter().enumerate() {
-        window.keep(amounts_of(c));
-        window.keep_id(i, c.id);
-        let origin = origin_of(c, &mut window.texts);
-        window.keep_origin(i, origin);
-        let usage = usage_of(c, &mut window.texts);
-        window.keep_usage(i, usage);
-    }
-    window
-}
-
-/// Where one charge was read, its texts among `texts` (an empty file or item as none).
-pub fn origin_of(c: &Charge, texts: &mut Texts) -> RowOrigin {
-    let mut sym = |t: &str| (!t.is_empty()).then(|| texts.sym(t));
-    RowOrigin { file: sym(&c.origin.file), line: c.origin.line, item: sym(&c.origin.item) }
-}
-
-/// What one charge measured, its unit among `texts`.
-pub fn usage_of(c: &Charge, texts: &mut Texts) -> Usage {
-    Usage { unit: texts.sym_opt(c.unit.as_deref()), gpu_count: c.gpu_count }
-}
-
 /// Sets `v[pos]` to `value`, the places before it that were never set to their default;
 /// made room for `room` values at once the first time.
 fn put<T: Copy + Default>(v: &mut Vec<T>, pos: usize, value: T, room: usize) {
@@ -552,47 +549,6 @@ fn put<T: Copy + Default>(v: &mut Vec<T>, pos: usize, value: T, room: usize) {
         v.resize(pos + 1, T::default());
     }
     v[pos] = value;
-}
-
-/// The amounts of one charge.
-pub fn amounts_of(c: &Charge) -> Amounts {
-    Amounts::new([c.quantity, c.unit_price, c.list_cost, c.balance_after])
-}
-
-/// The row of one charge, its texts among `texts` (its amounts are [`amounts_of`], its origin
-/// [`origin_of`], its usage [`usage_of`]; its place in a window is set when the window takes
-/// it).
-pub fn row_of(c: &Charge, texts: &mut Texts) -> Row {
-    let (cost, cost_flags) = packed(c.billed_cost);
-    Row {
-        platform: texts.sym(&c.platform),
-        account: texts.sym_opt(c.account.as_deref()),
-        billing_period: c.billing_period,
-        charge_start: Micros::of(c.charge_start),
-        charge_end: Micros::of(c.charge_end),
-        resource_id: texts.sym_opt(c.resource_id.as_deref()),
-        instance_id: texts.sym_opt(c.instance_id.as_deref()),
-        category: c.category,
-        kind: c.kind,
-        pricing: c.pricing,
-        gpu_model: texts.sym_opt(c.gpu_model.as_deref()),
-        pos: 0,
-        cost,
-        cost_flags,
-        currency: texts.sym(&c.currency),
-    }
-}
-
-/// The values of `groups` (keyed by syms, hashed cheaply) in the order of their keys' texts
-/// by `texts_of`: what a `BTreeMap` keyed by the texts gives, without comparing texts for
-/// every row put in a group.
-pub fn in_text_order<K, V, O: Ord>(
-    groups: impl IntoIterator<Item = (K, V)>,
-    texts_of: impl Fn(&K) -> O,
-) -> Vec<(K, V)> {
-    let mut groups: Vec<(K, V)> = groups.into_iter().collect();
-    groups.sort_unstable_by_key(|g| texts_of(&g.0));
-    groups
 }
 
 #[cfg(test)]

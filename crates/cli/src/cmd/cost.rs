@@ -6,9 +6,12 @@
 //! system_disk,data_disk,snapshot,public_ip,traffic,other,all_in,per_gpu_hour_compute,
 //! per_gpu_hour_all_in,hidden_share,line,gpu_count,hours_on,hours_off`, then `<measure>_on,
 //! <measure>_off` for `system_disk_gb_days`, `data_disk_gb_days`, `snapshot_gb_months`,
-//! `public_ip_hours`, `traffic_gb`, then `unmeasured,charges`. One row per line, attached
-//! lines first, largest all-in first; `line` is `attached` or `unattached` (the platform's
-//! charges linked to no instance, with an empty `instance` and `gpu_model`). Money as the
+//! `public_ip_hours`, `traffic_gb`, then `unmeasured,charges,service`. One row per line,
+//! attached lines first, largest all-in first; `line` is `attached`, `unattached` (the
+//! platform's charges linked to no instance, with an empty `instance` and `gpu_model`),
+//! `not_linked` (the same, of a platform whose bills never link disks and IPs to instances:
+//! AWS, Azure, GCP, OCI) or `service` (compute that is no instance: a NAT gateway, a
+//! function, a managed database; `service` names it, and it has no hours). Money as the
 //! bills add it up (exact, at least two decimals); hours, quantities, prices per GPU-hour
 //! and the hidden share rounded to four decimals (half away from zero); an unknown figure
 //! is empty. `--compare --format csv` gives the comparison instead (`cost_more::COMPARE_HEADER`),
@@ -20,7 +23,7 @@ use std::process::ExitCode;
 
 use gpuaudit_core::YearMonth;
 use gpuaudit_core::config::Config;
-use gpuaudit_core::cost::{CostKey, CostLine, CostOptions, CostReport, Measure};
+use gpuaudit_core::cost::{Apart, CostKey, CostLine, CostOptions, CostReport, Measure};
 use gpuaudit_core::ledger::Store;
 use gpuaudit_core::report::money_text;
 use rust_decimal::{Decimal, RoundingStrategy};
@@ -134,7 +137,7 @@ pub(crate) fn header(by: &[CostKey]) -> Vec<String> {
         h.push(format!("{}_on", m.as_str()));
         h.push(format!("{}_off", m.as_str()));
     }
-    h.extend(["unmeasured", "charges"].map(str::to_owned));
+    h.extend(["unmeasured", "charges", "service"].map(str::to_owned));
     h
 }
 
@@ -164,7 +167,7 @@ pub(crate) fn line_cells(lines: &[CostLine]) -> Result<Vec<Vec<String>>, CliErro
             opt(l.per_gpu_hour_compute()?),
             opt(l.per_gpu_hour_all_in()?),
             opt(l.hidden_share()?),
-            if l.attached { "attached" } else { "unattached" }.to_owned(),
+            l.apart.as_ref().map_or("attached", |a| a.as_str()).to_owned(),
             l.gpu_count.map(|n| n.to_string()).unwrap_or_default(),
             four(gpuaudit_core::cost::hours(l.usage.on_seconds)),
             opt(l.usage.off_seconds.map(gpuaudit_core::cost::hours)),
@@ -176,6 +179,10 @@ pub(crate) fn line_cells(lines: &[CostLine]) -> Result<Vec<Vec<String>>, CliErro
         }
         c.push(money_text(l.usage.unmeasured.total()?));
         c.push(l.charges.to_string());
+        c.push(match &l.apart {
+            Some(Apart::Service(s)) => s.clone(),
+            _ => String::new(),
+        });
         rows.push(c);
     }
     Ok(rows)
@@ -255,8 +262,15 @@ fn text(
             .keys
             .iter()
             .zip(by)
-            .map(|(k, key)| match (k, key, l.attached) {
-                (None, CostKey::Instance, false) => "(unattached)".to_owned(),
+            .map(|(k, key)| match (k, key, &l.apart) {
+                (None, CostKey::Instance, Some(Apart::Unattached)) => "(unattached)".to_owned(),
+                (None, CostKey::Instance, Some(Apart::NotLinked)) => {
+                    "(not linked by the bill)".to_owned()
+                }
+                (None, CostKey::Instance, Some(Apart::Service(s))) if s.is_empty() => {
+                    "(compute of no instance)".to_owned()
+                }
+                (None, CostKey::Instance, Some(Apart::Service(s))) => format!("(service {s})"),
                 (k, _, _) => k.clone().unwrap_or_else(|| "-".into()),
             })
             .collect();

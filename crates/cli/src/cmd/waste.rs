@@ -3,8 +3,11 @@
 //! Machine contract (`--format csv`): header
 //! `code,rule,platform,account,instance_id,resource_id,category,period_start,period_end,amount,currency,monthly_projection,charges,recommendation`,
 //! one row per finding, largest amount first; periods in RFC 3339 UTC; `charges` the charge
-//! ids separated by `;`. `--format json`: `{"month":…,"findings":[…],"total":[{"currency":…,"amount":…}]}`
-//! with money as strings. Money is computed exactly and rounded to cents (half away from
+//! ids separated by `;`. `--format json`: `{"findings":[…],"month":…,"not_judged":[…],"total":[{"currency":…,"amount":…}]}`
+//! with money as strings; `not_judged` lists, per platform and currency, the exact money of
+//! the disks, IPs and snapshots its bills link to no instance (`amount`, `charges`,
+//! `currency`, `platform`), which no rule judged; a bill line's `wasted` has the digits it
+//! needs (up to 12 decimals) so that a finding's lines add up to it. Money is computed exactly and rounded to cents (half away from
 //! zero) only here, when printed; totals are rounded from the exact sums.
 
 use crate::error::CliError;
@@ -75,35 +78,39 @@ pub fn run(
     // The same facts cut the months and show local times.
     let platforms = store.platforms_over(profiles)?;
     // Only the JSON document and `--explain` show where each bill line was read.
-    let findings = if args.format == Format::Json || args.explain {
-        store.audit(month, &config, &rules, &platforms)?
-    } else {
-        match store.audit_without_evidence(month, &config, &rules, &platforms) {
-            // Money that does not fit names its charge by id only (no file or line was
-            // read): audited again reading them, the error says where the charge was read.
-            Err(e) if matches!(e.kind(), gpuaudit_core::ErrorKind::Overflow { .. }) => {
-                let again = store.audit(month, &config, &rules, &platforms);
-                return Err(again.err().unwrap_or(e).into());
-            }
-            found => found?,
+    let evidence = args.format == Format::Json || args.explain;
+    let audit = match store.audit_judged(month, &config, &rules, &platforms, evidence) {
+        // Money that does not fit names its charge by id only (no file or line was read):
+        // audited again reading them, the error says where the charge was read.
+        Err(e) if !evidence && matches!(e.kind(), gpuaudit_core::ErrorKind::Overflow { .. }) => {
+            let again = store.audit(month, &config, &rules, &platforms);
+            return Err(again.err().unwrap_or(e).into());
         }
+        found => found?,
     };
+    let (findings, not_judged) = (audit.findings, audit.not_judged);
     let totals = waste::totals(&findings)?;
     match args.format {
         Format::Csv => emit_with(|out| write_csv(out, &findings))?,
         Format::Xlsx => {
             crate::xlsx::write(args.output.as_deref(), &[("findings", render_csv(&findings))])?;
         }
-        Format::Json => emit_with(|out| write_json(out, month, &findings, &totals))?,
-        Format::Table | Format::Md => emit(&render_text(
-            month,
-            &rules,
-            &findings,
-            &totals,
-            args.format,
-            args.explain,
-            &platforms,
-        )?)?,
+        Format::Json => {
+            emit_with(|out| write_json(out, month, &findings, &totals, &not_judged))?;
+        }
+        Format::Table | Format::Md => {
+            let mut text = render_text(
+                month,
+                &rules,
+                &findings,
+                &totals,
+                args.format,
+                args.explain,
+                &platforms,
+            )?;
+            text.push_str(&not_judged_text(&not_judged));
+            emit(&text)?;
+        }
     }
     // The limit is compared with the total as printed (in cents), which is what the user saw.
     let over = fail_over.is_some_and(|limit| totals.iter().any(|(_, t)| to_cents(*t) > limit));
@@ -119,8 +126,37 @@ pub fn evidence(e: &Evidence<'_>, text: &dyn Fn(&str) -> String, gap: &str) -> S
         text(&gpuaudit_core::place(e.file, e.line)),
         text(e.item),
         money_text(e.billed_cost),
-        cents(e.wasted)
+        share(e.wasted)
     )
+}
+
+/// A bill line's wasted share with the digits it needs (up to the ledger's 12 decimals, at
+/// least cents), so that a finding's lines add up to it: a finding of 2.90 made of lines
+/// of 0.0041666667 shows each line's 0.0041666667, not 0.00.
+fn share(wasted: Decimal) -> String {
+    money_text(
+        wasted.round_dp_with_strategy(12, rust_decimal::RoundingStrategy::MidpointNearestEven),
+    )
+}
+
+/// One line per platform and currency whose storage and IPs the bill links to no instance
+/// (none when every charge could be judged).
+fn not_judged_text(not_judged: &[waste::NotJudged]) -> String {
+    not_judged
+        .iter()
+        .map(|n| {
+            format!(
+                "not judged: {} {} of {} disks, IPs and snapshots ({} charge{}) that its bills \
+                 link to no instance; an inventory of the account's volumes, addresses and \
+                 snapshots would let waste judge them\n",
+                cents(n.amount),
+                n.currency,
+                n.platform,
+                n.charges,
+                if n.charges == 1 { "" } else { "s" }
+            )
+        })
+        .collect()
 }
 
 fn utc(t: DateTime<Utc>) -> String {
@@ -195,6 +231,7 @@ fn write_json(
     month: YearMonth,
     findings: &[Finding],
     totals: &[(String, Decimal)],
+    not_judged: &[waste::NotJudged],
 ) -> std::io::Result<()> {
     out.write_all(b"{\"findings\":[")?;
     for (i, f) in findings.iter().enumerate() {
@@ -209,6 +246,19 @@ fn write_json(
         .collect();
     out.write_all(b"],\"month\":")?;
     serde_json::to_writer(&mut *out, &month.to_string())?;
+    let not_judged: Vec<serde_json::Value> = not_judged
+        .iter()
+        .map(|n| {
+            serde_json::json!({
+                "amount": money_text(n.amount),
+                "charges": n.charges,
+                "currency": n.currency,
+                "platform": n.platform,
+            })
+        })
+        .collect();
+    out.write_all(b",\"not_judged\":")?;
+    serde_json::to_writer(&mut *out, &not_judged)?;
     out.write_all(b",\"total\":")?;
     serde_json::to_writer(&mut *out, &total)?;
     out.write_all(b"}\n")
@@ -247,7 +297,7 @@ impl serde::Serialize for LinesJson<'_> {
             id: e.id.to_string(),
             item: e.item,
             line: e.line,
-            wasted: cents(e.wasted),
+            wasted: share(e.wasted),
         }))
     }
 }

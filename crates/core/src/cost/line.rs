@@ -137,16 +137,44 @@ pub fn hours(seconds: i64) -> Decimal {
     Decimal::from(seconds) / Decimal::from(3600)
 }
 
-/// One line of the cost report: an instance (or a group of them) or a platform's unattached
-/// charges.
+/// What a line that is no instance's holds ([`CostLine::apart`]).
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Apart {
+    /// A platform's charges linked to no instance, on a platform whose bills link them: its
+    /// unattached line.
+    Unattached,
+    /// A platform's charges its bills link to no instance (AWS CUR, Azure, GCP, OCI): a disk
+    /// billed under its own id is not known to be unattached.
+    NotLinked,
+    /// Compute that is no instance (a NAT gateway, a function, a managed database, a load
+    /// balancer), of one service (empty when the bill names none): its money, no instance
+    /// hours.
+    Service(String),
+}
+
+impl Apart {
+    /// The line's `line` word in the CSV: `unattached`, `not_linked` or `service`.
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            Apart::Unattached => "unattached",
+            Apart::NotLinked => "not_linked",
+            Apart::Service(_) => "service",
+        }
+    }
+}
+
+/// One line of the cost report: an instance (or a group of them), a platform's unattached
+/// (or not linked) charges, or a service's compute that is no instance.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct CostLine {
     /// The billing month.
     pub month: YearMonth,
     /// The value of each key asked for, in order (`None`: not one value, or unattached).
     pub keys: Vec<Option<String>>,
-    /// Whether the line's charges are linked to an instance (false: the unattached line).
+    /// Whether the line's charges are linked to an instance (false: [`CostLine::apart`]).
     pub attached: bool,
+    /// What a line that is no instance's holds (`None` for an instance's).
+    pub apart: Option<Apart>,
     /// Platform, when the line has one.
     pub platform: Option<String>,
     /// GPU model, when the line has one.

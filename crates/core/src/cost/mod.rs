@@ -45,7 +45,7 @@ use rust_decimal::Decimal;
 
 pub use breakeven::{Breakeven, BreakevenInstance};
 pub use compare::{Basis, Comparison, Priced, Unpriced};
-pub use line::{Components, CostLine, OnOff, Usage, hours};
+pub use line::{Apart, Components, CostLine, OnOff, Usage, hours};
 pub use usage::Measure;
 
 use crate::charge::{Category, Charge, Kind, YearMonth};
@@ -189,8 +189,75 @@ struct Acc<'w> {
     attached: Vec<&'w Row>,
 }
 
-/// The key of an instance's line: month, platform, instance (`None`: unattached), currency.
-type Key = (YearMonth, Sym, Option<Sym>, Sym);
+/// The key of a line: month, platform, whose it is, currency.
+type Key = (YearMonth, Sym, Whose, Sym);
+
+/// Whose a line is: an instance's, or what [`Apart`] says (a service by its sym).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+enum Whose {
+    Instance(Sym),
+    Unattached,
+    NotLinked,
+    Service(Option<Sym>),
+}
+
+/// What decides whose line a row belongs on ([`Lines::whose`]): each platform's facts, and
+/// whether each instance is a virtual machine, found once.
+struct Lines<'a> {
+    window: &'a Window,
+    platforms: &'a Platforms,
+    /// Per platform: whether its bills link storage, and its VM id patterns (none: every
+    /// instance is one).
+    facts: Vec<(Sym, bool, Option<Vec<regex::Regex>>)>,
+    /// Whether each instance is a virtual machine.
+    vms: HashMap<(Sym, Sym), bool>,
+}
+
+impl<'a> Lines<'a> {
+    fn new(window: &'a Window, platforms: &'a Platforms) -> Self {
+        Lines { window, platforms, facts: Vec::new(), vms: HashMap::new() }
+    }
+
+    /// The facts of `platform`'s bills.
+    fn facts(&mut self, platform: Sym) -> usize {
+        if let Some(at) = self.facts.iter().position(|(p, _, _)| *p == platform) {
+            return at;
+        }
+        let facts = self.platforms.bill_facts(self.window.texts.get(platform));
+        // The profile's patterns were checked when it was read: one that fails here is none.
+        let vm: Vec<regex::Regex> =
+            facts.vm_ids.iter().filter_map(|r| regex::Regex::new(r).ok()).collect();
+        self.facts.push((platform, facts.links_storage, (!vm.is_empty()).then_some(vm)));
+        self.facts.len() - 1
+    }
+
+    /// Whose line `r` belongs on: its instance's, if that is a virtual machine; compute of no
+    /// instance (or of one that is no VM: a NAT gateway, a function), its service's line
+    /// where the bill names one or the platform's bills link nothing; the rest of no
+    /// instance, its platform's unattached line, or not-linked line where its bills link
+    /// nothing.
+    fn whose(&mut self, r: &Row) -> Whose {
+        let at = self.facts(r.platform);
+        let service = self.window.usage(r).service;
+        if let Some(i) = r.instance_id {
+            let vm = match &self.facts[at].2 {
+                None => true,
+                Some(patterns) => *self.vms.entry((r.platform, i)).or_insert_with(|| {
+                    let id = self.window.texts.get(i);
+                    patterns.iter().any(|p| p.is_match(id))
+                }),
+            };
+            return if vm { Whose::Instance(i) } else { Whose::Service(service) };
+        }
+        let linked = self.facts[at].1;
+        match (r.category == Category::Compute, service, linked) {
+            (true, Some(s), _) => Whose::Service(Some(s)),
+            (true, None, false) => Whose::Service(None),
+            (_, _, true) => Whose::Unattached,
+            (_, _, false) => Whose::NotLinked,
+        }
+    }
+}
 
 /// One line per month, instance and platform's unattached charges (of `only` that month),
 /// attached first, largest all-in first.
@@ -207,6 +274,7 @@ fn instance_lines(
     let mut index: HashMap<Key, usize> = HashMap::new();
     // Rows come in runs of one resource: the last key is found without hashing.
     let mut last: Option<(Key, usize)> = None;
+    let mut judge = Lines::new(window, platforms);
     for r in &window.rows {
         match known.iter_mut().find(|(p, _)| *p == r.platform) {
             Some((_, span)) => *span = (span.0.min(r.charge_start), span.1.max(r.charge_end)),
@@ -215,7 +283,7 @@ fn instance_lines(
         if only.is_some_and(|m| m != r.billing_period) || !r.is_spend() {
             continue;
         }
-        let key = (r.billing_period, r.platform, r.instance_id, r.currency);
+        let key = (r.billing_period, r.platform, judge.whose(r), r.currency);
         let slot = match last {
             Some((k, i)) if k == key => i,
             _ => {
@@ -232,7 +300,9 @@ fn instance_lines(
         acc.charges += 1;
         let life = acc.life.get_or_insert((r.charge_start, r.charge_end));
         *life = (life.0.min(r.charge_start), life.1.max(r.charge_end));
-        if r.category == Category::Compute {
+        // A service's compute that is no instance has its money, never instance hours.
+        let hours = !matches!(key.2, Whose::Service(_) | Whose::NotLinked);
+        if r.category == Category::Compute && hours {
             if matches!(r.kind, Kind::Usage | Kind::Purchase) {
                 if r.charge_end > r.charge_start {
                     acc.spans.push((r.charge_start, r.charge_end));
@@ -254,9 +324,14 @@ fn instance_lines(
         }
     }
     let mut lines = Vec::with_capacity(accs.len());
-    for ((month, platform_sym, instance, currency), mut acc) in accs {
+    for ((month, platform_sym, whose, currency), mut acc) in accs {
         let (platform, currency) = (texts.get(platform_sym), texts.get(currency));
-        let instance = texts.opt(instance);
+        let (instance, apart) = match whose {
+            Whose::Instance(i) => (Some(texts.get(i)), None),
+            Whose::Unattached => (None, Some(Apart::Unattached)),
+            Whose::NotLinked => (None, Some(Apart::NotLinked)),
+            Whose::Service(s) => (None, Some(Apart::Service(texts.opt(s).unwrap_or("").into()))),
+        };
         let note = instance.and_then(|i| config.note_of(platform, i));
         let month_span = crate::window::Micros::span(month.span(platforms.zone(platform)));
         let known = known.iter().find(|(p, _)| *p == platform_sym).map(|(_, s)| *s);
@@ -271,6 +346,7 @@ fn instance_lines(
             month,
             keys: Vec::new(),
             attached: instance.is_some(),
+            apart,
             platform: Some(platform.to_owned()),
             gpu_model: instance.map(|_| gpu_model.unwrap_or_else(|| "unknown".to_owned())),
             instance: instance.map(str::to_owned),
@@ -406,13 +482,15 @@ fn sorted(lines: Vec<CostLine>) -> Result<Vec<CostLine>> {
             .then_with(|| a.currency.cmp(&b.currency))
             .then_with(|| a.keys.cmp(&b.keys))
             .then_with(|| (&a.platform, &a.instance).cmp(&(&b.platform, &b.instance)))
+            .then_with(|| a.apart.cmp(&b.apart))
     });
     Ok(keyed.into_iter().map(|(_, line)| line).collect())
 }
 
-/// The instance lines grouped by `by` (the unattached lines apart, months apart).
+/// The instance lines grouped by `by` (the unattached, not-linked and service lines apart,
+/// months apart).
 pub(crate) fn group(instances: &[CostLine], by: &[CostKey]) -> Result<Vec<CostLine>> {
-    type GroupKey = (YearMonth, bool, Vec<Option<String>>, String);
+    type GroupKey = (YearMonth, bool, Option<Apart>, Vec<Option<String>>, String);
     let mut groups: BTreeMap<GroupKey, CostLine> = BTreeMap::new();
     for line in instances {
         let keys: Vec<Option<String>> = by
@@ -423,7 +501,8 @@ pub(crate) fn group(instances: &[CostLine], by: &[CostKey]) -> Result<Vec<CostLi
                 CostKey::Instance => line.instance.clone(),
             })
             .collect();
-        let key = (line.month, line.attached, keys.clone(), line.currency.clone());
+        let apart = line.apart.clone();
+        let key = (line.month, line.attached, apart, keys.clone(), line.currency.clone());
         match groups.get_mut(&key) {
             Some(g) => g.merge(line)?,
             None => {

@@ -27,8 +27,17 @@ pub struct Column {
 /// names, the provider that gives a FOCUS row its platform): a row's content identity still
 /// hashes their cells as cells the profile does not read, so that reading them changed no
 /// charge's id (`tests/cli/real.rs` re-imports into a ledger written before).
-pub(crate) const HASHED_AS_CELLS: [&str; 4] =
-    ["sub_account", "account_name", "sub_account_name", "provider"];
+pub(crate) const HASHED_AS_CELLS: [&str; 9] = [
+    "sub_account",
+    "account_name",
+    "sub_account_name",
+    "provider",
+    "product_code",
+    "operation",
+    "x_usage_type",
+    "x_operation",
+    "sku_price_id",
+];
 
 /// One data row of a bill, with accessors that report problems at its location.
 pub struct Row<'a> {

@@ -56,6 +56,21 @@ impl Store {
         self.audit_reading(month, config, rules, platforms, false)
     }
 
+    /// [`Store::audit`] (with `evidence`) or [`Store::audit_without_evidence`], with the
+    /// money the rules could not judge ([`waste::Audit`]).
+    pub fn audit_judged(
+        &self,
+        month: YearMonth,
+        config: &Config,
+        rules: &[&dyn Rule],
+        platforms: &Platforms,
+        evidence: bool,
+    ) -> Result<waste::Audit> {
+        let months = waste::months_to_read(month, config);
+        let window = self.audit_window(month, months, evidence)?;
+        waste::audit_judged(rules, &Arc::new(window), month, config, platforms)
+    }
+
     /// [`Store::audit`], reading the files and lines of the month's charges if `evidence`.
     fn audit_reading(
         &self,
@@ -66,6 +81,17 @@ impl Store {
         evidence: bool,
     ) -> Result<Vec<Finding>> {
         let months = waste::months_to_read(month, config);
+        let window = self.audit_window(month, months, evidence)?;
+        waste::audit_rows(rules, &Arc::new(window), month, config, platforms)
+    }
+
+    /// The window an audit of `month` reads: `months`, of the look-back only compute.
+    fn audit_window(
+        &self,
+        month: YearMonth,
+        months: Vec<YearMonth>,
+        evidence: bool,
+    ) -> Result<crate::window::Window> {
         // Of the look-back, only compute is kept (as every window kept in part keeps it):
         // timelines and plan prices are made of it, and of the rest the rules need only the
         // time it covers and when each resource was first charged (the window's `left_out`).
@@ -79,8 +105,7 @@ impl Store {
         // Of the other months only compute is kept: their look-back files hold it.
         let look_back = Some(month);
         let reading = Reading { usage: false, ids: only, lines, look_back, ..Reading::all(false) };
-        let window = self.load_lean(&LoadFilter { months }, reading, &keep)?;
-        waste::audit_rows(rules, &Arc::new(window), month, config, platforms)
+        self.load_lean(&LoadFilter { months }, reading, &keep)
     }
 
     /// The cost report of `month` ([`crate::cost`]): reads the month, and for a comparison

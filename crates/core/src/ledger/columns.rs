@@ -457,6 +457,7 @@ pub fn from_frame(df: &DataFrame) -> Result<Vec<Charge>, String> {
     let sub_account = r.text("sub_account")?;
     let account_name = r.text("account_name")?;
     let sub_account_name = r.text("sub_account_name")?;
+    let (service, usage_type) = (r.text("service")?, r.text("usage_type")?);
     (0..df.height())
         .map(|i| {
             Ok(Charge {
@@ -490,6 +491,8 @@ pub fn from_frame(df: &DataFrame) -> Result<Vec<Charge>, String> {
                     line: required(source_line[i], "source_line")? as u64,
                     item: owned(source_item[i]).unwrap_or_default(),
                 },
+                service: owned(service[i]),
+                usage_type: owned(usage_type[i]),
             })
         })
         .collect()
@@ -517,6 +520,7 @@ pub(crate) fn refs_from_frame<T>(
         (r.text("source_file")?, r.int("source_line")?, r.text("source_item")?);
     let (sub_account, account_name, sub_account_name) =
         (r.text("sub_account")?, r.text("account_name")?, r.text("sub_account_name")?);
+    let (service, usage_type) = (r.text("service")?, r.text("usage_type")?);
     let mut months: Option<(&str, crate::charge::YearMonth)> = None;
     let refs = (0..df.height())
         .map(|i| {
@@ -553,6 +557,8 @@ pub(crate) fn refs_from_frame<T>(
                 file: required(file[i], "source_file")?,
                 line: required(line[i], "source_line")? as u64,
                 item: item[i].unwrap_or_default(),
+                service: service[i],
+                usage_type: usage_type[i],
             })
         })
         .collect::<Result<Vec<_>, String>>()?;

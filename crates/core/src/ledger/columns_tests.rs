@@ -44,6 +44,8 @@ fn charges() -> Vec<Charge> {
         currency: "CNY".into(),
         balance_after: Some("0".parse().unwrap()),
         origin: Origin { file: "/bills/a.csv".into(), line: 42, item: "row 3".into() },
+        service: Some("AmazonEC2".into()),
+        usage_type: Some("USE1-EBS:VolumeUsage.gp3 / CreateVolume-Gp3".into()),
     };
     let mut empty = full.clone();
     empty.id = ChargeId(7);
@@ -51,6 +53,7 @@ fn charges() -> Vec<Charge> {
     (empty.instance_id, empty.region, empty.gpu_model, empty.unit) = (None, None, None, None);
     (empty.gpu_count, empty.quantity, empty.unit_price) = (None, None, None);
     (empty.list_cost, empty.balance_after) = (None, None);
+    (empty.service, empty.usage_type) = (None, None);
     empty.category = Category::Other;
     empty.origin.item = String::new();
     vec![full, empty]

@@ -69,7 +69,7 @@ pub(super) fn mapped<T: Copy>(
 }
 
 /// The columns of [`SCHEMA`] no rule or report reads, so a [`Row`] has no field for them.
-/// (The columns added later, [`schema::LATE`], are not read into rows either.)
+/// (Of the columns added later, [`schema::LATE`], only [`LATE_IN_ROWS`] are read into rows.)
 const NOT_IN_ROWS: [&str; 2] = ["resource_name", "region"];
 
 /// The columns of a row's [`Amounts`], read only for a window that keeps them.
@@ -79,9 +79,13 @@ const AMOUNTS: [&str; 4] = ["quantity", "unit_price", "list_cost", "balance_afte
 /// use may show.
 const LINES: [&str; 2] = ["source_file", "source_line"];
 
-/// The columns of what a row measured (its unit and GPU count), read only for a use that
-/// reads them.
-const USAGE: [&str; 2] = ["unit", "gpu_count"];
+/// The columns of what a row measured (its unit, GPU count and service), read only for a use
+/// that reads them.
+const USAGE: [&str; 3] = ["unit", "gpu_count", "service"];
+
+/// The columns added later ([`schema::LATE`]) that rows read: a part file written before
+/// them reads them as none.
+const LATE_IN_ROWS: [&str; 2] = ["usage_type", "service"];
 
 /// What is read of a part file's rows beyond what every use reads.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -104,7 +108,7 @@ pub(crate) fn row_columns(wanted: Wanted) -> impl Iterator<Item = &'static schem
     SCHEMA.iter().filter(move |c| {
         let unless = |names: &[&str], read: bool| read || !names.contains(&c.name);
         !NOT_IN_ROWS.contains(&c.name)
-            && !schema::LATE.contains(&c.name)
+            && (!schema::LATE.contains(&c.name) || LATE_IN_ROWS.contains(&c.name))
             && unless(&AMOUNTS, wanted.amounts)
             && unless(&AMOUNTS[1..], !wanted.quantity_only)
             && unless(&["id"], wanted.ids)
@@ -118,7 +122,7 @@ pub(crate) fn row_columns(wanted: Wanted) -> impl Iterator<Item = &'static schem
 pub(crate) type PartRows = (Vec<Row>, Side, Texts);
 
 /// The text columns a [`Row`] maps (see [`mapped`]), which [`keyed`] may read as keys.
-pub(crate) const MAPPED: [&str; 13] = [
+pub(crate) const MAPPED: [&str; 15] = [
     "billing_period",
     "category",
     "kind",
@@ -132,6 +136,8 @@ pub(crate) const MAPPED: [&str; 13] = [
     "unit",
     "source_file",
     "source_item",
+    "usage_type",
+    "service",
 ];
 
 /// Text column `name`, from `keyed` if it was read there, else from `df`, each value mapped
@@ -144,6 +150,10 @@ fn text<T: Copy>(
 ) -> Result<Vec<Option<T>>, String> {
     let values = match keyed.get(name) {
         Some(chunks) => super::keyed::mapped(chunks, name, f)?,
+        // A part file written before a column was added reads it as nulls.
+        None if LATE_IN_ROWS.contains(&name) && df.column(name).is_err() => {
+            vec![None; df.height()]
+        }
         None => mapped(df, name, f)?,
     };
     if values.len() != df.height() {
@@ -197,6 +207,8 @@ pub(crate) fn rows_from_frame(
     let unit = if wanted.usage { Some(sym("unit")?) } else { None };
     let file = if wanted.lines { Some(sym("source_file")?) } else { None };
     let item = sym("source_item")?;
+    let usage_type = sym("usage_type")?;
+    let service = if wanted.usage { Some(sym("service")?) } else { None };
     // An empty file or item is none, as a window keeps it (`crate::window::origin_of`).
     let empty = texts.sym("");
     let given = |s: Option<crate::window::Sym>| s.filter(|&s| s != empty);
@@ -233,10 +245,12 @@ pub(crate) fn rows_from_frame(
                 None => 0,
             },
             item: given(item[i]),
+            usage_type: given(usage_type[i]),
         });
         if let Some(unit) = &unit {
             let gpu_count = gpu_count.and_then(|g| g[i]).and_then(|n| u16::try_from(n).ok());
-            usage.push(Usage { unit: unit[i], gpu_count });
+            let service = service.as_ref().and_then(|s| given(s[i]));
+            usage.push(Usage { unit: unit[i], gpu_count, service });
         }
     }
     Ok((rows, Side { amounts, ids, origins, usage }, texts))

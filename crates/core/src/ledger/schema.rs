@@ -109,6 +109,8 @@ macro_rules! with_columns {
             "sub_account" => Text(|c| c.sub_account.as_deref()), Dictionary;
             "account_name" => Text(|c| c.account_name.as_deref()), Dictionary;
             "sub_account_name" => Text(|c| c.sub_account_name.as_deref()), Dictionary;
+            "service" => Text(|c| c.service.as_deref()), Dictionary;
+            "usage_type" => Text(|c| c.usage_type.as_deref()), Dictionary;
         }
     };
 }
@@ -137,7 +139,8 @@ with_columns!(schema_table);
 
 /// The columns added after the first ledgers were written, last in [`SCHEMA`]: a part file
 /// written before them has none of them, and reads as if they were null.
-pub(crate) const LATE: [&str; 3] = ["sub_account", "account_name", "sub_account_name"];
+pub(crate) const LATE: [&str; 5] =
+    ["sub_account", "account_name", "sub_account_name", "service", "usage_type"];
 
 /// The column called `name`.
 pub(crate) fn column_named(name: &str) -> Option<&'static Column> {

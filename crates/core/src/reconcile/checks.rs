@@ -117,7 +117,9 @@ impl Check for Arithmetic {
     }
 }
 
-/// R002: one resource charged twice for overlapping time for the same item.
+/// R002: one resource charged twice for overlapping time for the same item and usage (the
+/// bill's usage type and operation, or SKU, where it gives them: lines it keys apart bill
+/// different usage, as S3's HeadBucket and ReadACL requests of one bucket and hour do).
 pub struct DoubleCharge;
 
 impl Check for DoubleCharge {
@@ -131,21 +133,23 @@ impl Check for DoubleCharge {
         true
     }
     fn run(&self, ctx: &Context<'_>) -> Result<Vec<Discrepancy>> {
-        type Key = (Sym, Option<Sym>, Sym, Category, Option<Sym>, Sym);
+        // Like with like: the same resource, item and usage (the bill's usage type and
+        // operation, its SKU), so that two lines the bill keys apart are two charges.
+        type Key = (Sym, Option<Sym>, Sym, Category, Option<Sym>, Option<Sym>, Sym);
         // Found through the groups met last ([`SlotMap`]): a month's rows take turns among a
         // few resources hour after hour.
         let mut groups: SlotMap<Key, Vec<&Row>> = SlotMap::default();
         for c in ctx.in_month() {
             let charged = matches!(c.kind, Kind::Usage) && c.billed_positive();
             if let (true, Some(r)) = (charged && c.charge_end > c.charge_start, c.resource_id) {
-                let item = ctx.window.item_sym(c);
-                let key = (c.platform, c.account, r, c.category, item, c.currency);
+                let (item, usage) = (ctx.window.item_sym(c), ctx.window.usage_type_sym(c));
+                let key = (c.platform, c.account, r, c.category, item, usage, c.currency);
                 groups.entry(key, Vec::new).push(c);
             }
         }
         let texts = |k: &Key| {
-            let item = ctx.opt(k.4).unwrap_or("");
-            (ctx.text(k.0), ctx.opt(k.1), ctx.text(k.2), k.3, item, ctx.text(k.5))
+            let (item, usage) = (ctx.opt(k.4).unwrap_or(""), ctx.opt(k.5).unwrap_or(""));
+            (ctx.text(k.0), ctx.opt(k.1), ctx.text(k.2), k.3, item, usage, ctx.text(k.6))
         };
         // Rows of the same span are taken in the order of their lines, read for those rows
         // alone (where the window was read without them, at once for every group).

@@ -25,6 +25,7 @@
 mod lines;
 mod rules;
 pub mod timeline;
+mod unlinked;
 
 use rustc_hash::FxHashMap as HashMap;
 use std::sync::Arc;
@@ -41,6 +42,7 @@ pub use rules::{
     UnattachedStorage,
 };
 pub use timeline::{Span, Timeline};
+pub use unlinked::NotJudged;
 
 use crate::charge::{Category, YearMonth};
 use crate::config::Config;
@@ -168,6 +170,8 @@ pub struct Context<'a> {
     /// The month cut in each platform's zone, for the platforms of the charges.
     month_spans: HashMap<&'a str, Span>,
     platforms: &'a Platforms,
+    /// What each platform's bills say ([`crate::platforms::BillFacts`]), by its sym.
+    facts: Vec<(Sym, crate::platforms::BillFacts)>,
     window: &'a Arc<Window>,
     /// Whether every row is at the place it was appended at (a window a store or
     /// [`crate::window::rows_of`] made, not reordered since): a finding's lines then read
@@ -253,6 +257,7 @@ impl<'a> Context<'a> {
         // With what the rows left out of the window tell (a store's window keeps only the
         // look-back's compute).
         seen.merge(&window.left_out);
+        let facts = seen.spans.keys().map(|&p| (p, platforms.bill_facts(texts.get(p)))).collect();
         let known: HashMap<&str, Span> =
             seen.spans.into_iter().map(|(p, span)| (texts.get(p), span)).collect();
         let first_seen = seen
@@ -279,6 +284,7 @@ impl<'a> Context<'a> {
             first_seen,
             rates,
             platforms,
+            facts,
             window,
             at_places,
         })
@@ -335,6 +341,17 @@ impl<'a> Context<'a> {
     pub fn in_month(&self) -> impl Iterator<Item = &'a Row> + '_ {
         let month = self.month;
         self.charges.iter().filter(move |c| c.billing_period == month && c.is_spend())
+    }
+
+    /// Whether the platform's bills link disks, IPs and snapshots to their instances
+    /// ([`crate::platforms::BillFacts::links_storage`]).
+    pub fn links_storage(&self, platform: &str) -> bool {
+        self.platforms.links_storage(platform)
+    }
+
+    /// The words by which the platform's bills say a public IP was idle (lower case).
+    pub(crate) fn idle_words(&self, platform: Sym) -> &[String] {
+        self.facts.iter().find(|(p, _)| *p == platform).map_or(&[], |(_, f)| &f.idle_ip_usage)
     }
 
     /// The zone the platform cuts its days and months in.
@@ -416,7 +433,41 @@ pub fn audit_rows(
     config: &Config,
     platforms: &Platforms,
 ) -> crate::Result<Vec<Finding>> {
+    Ok(audit_judged(rules, window, month, config, platforms)?.findings)
+}
+
+/// What an audit found, and the money it could not judge.
+#[derive(Debug)]
+pub struct Audit {
+    /// The findings, largest first.
+    pub findings: Vec<Finding>,
+    /// Per platform and currency, the storage and IPs its bills link to no instance, which no
+    /// rule judged ([`NotJudged`]).
+    pub not_judged: Vec<NotJudged>,
+}
+
+/// [`audit_rows`], with what the rules could not judge.
+pub fn audit_judged(
+    rules: &[&dyn Rule],
+    window: &Arc<Window>,
+    month: YearMonth,
+    config: &Config,
+    platforms: &Platforms,
+) -> crate::Result<Audit> {
     let ctx = Context::new(window, month, config, platforms)?;
+    let not_judged = unlinked::not_judged(&ctx)?;
+    let findings = findings_of(rules, &ctx, window, config)?;
+    Ok(Audit { findings, not_judged })
+}
+
+/// Every rule's findings, claims made in order, those under `min_amount` dropped, largest
+/// first.
+fn findings_of(
+    rules: &[&dyn Rule],
+    ctx: &Context<'_>,
+    window: &Arc<Window>,
+    config: &Config,
+) -> crate::Result<Vec<Finding>> {
     // Every rule's findings first, side by side (no rule reads the claims), so that the set
     // of claimed charges is made once at its size: grown as it went, rehashing millions of
     // ids was a fifth of an audit.
@@ -424,7 +475,7 @@ pub fn audit_rows(
     let found = crate::par::map_heaviest_first(
         rules,
         |rule| rule.weight(),
-        |rule| rule.check(&ctx).map_err(|e| crate::money::met_by(rule.code(), rule.name(), e)),
+        |rule| rule.check(ctx).map_err(|e| crate::money::met_by(rule.code(), rule.name(), e)),
     );
     let found = found.into_iter().collect::<crate::Result<Vec<_>>>()?;
     // The last rule's charges are claimed from no one after it.

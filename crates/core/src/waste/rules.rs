@@ -6,6 +6,7 @@ use chrono::{DateTime, Duration, Utc};
 use rust_decimal::Decimal;
 
 use super::timeline::{Span, near, overlap_seconds};
+use super::unlinked::{idle_by_bill, unjudgeable};
 use super::{Context, Finding, Lines, Rule, Severity};
 use crate::charge::{Category, Kind, Pricing};
 use crate::error::Result;
@@ -69,14 +70,14 @@ struct Group<'a> {
 }
 
 #[derive(Default)]
-struct Drafts<'a> {
+pub(super) struct Drafts<'a> {
     /// Found through the groups met last ([`SlotMap`]): a rule meets an instance's disk,
     /// IP and traffic rows in turns, hour after hour.
     groups: SlotMap<GroupKey, Group<'a>>,
 }
 
 impl<'a> Drafts<'a> {
-    fn add(&mut self, ctx: &Context<'_>, c: &'a Row, wasted: Decimal, span: Span) {
+    pub(super) fn add(&mut self, ctx: &Context<'_>, c: &'a Row, wasted: Decimal, span: Span) {
         // Every row a rule is given is one of the context's charges.
         let (false, Some(place)) = (wasted.is_zero(), ctx.place(c)) else {
             return;
@@ -95,7 +96,7 @@ impl<'a> Drafts<'a> {
 
     /// One finding per group, in the order of the groups' texts; `describe` gives
     /// (projection, recommendation) for a group by its first charge.
-    fn findings(
+    pub(super) fn findings(
         self,
         ctx: &Context<'_>,
         rule: &dyn Rule,
@@ -133,7 +134,7 @@ impl<'a> Drafts<'a> {
 
 /// What a resource costs per 30 days at its rate in the month, if it still bills on the last
 /// day of the month (or of what the ledger knows, if earlier); else 0.
-fn resource_projection(ctx: &Context<'_>, c: &Row) -> Result<Decimal> {
+pub(super) fn resource_projection(ctx: &Context<'_>, c: &Row) -> Result<Decimal> {
     let (Some(known), Some((billed, seconds, last_end, _))) =
         (ctx.known_span(ctx.text(c.platform)), ctx.rate_of(c))
     else {
@@ -146,7 +147,7 @@ fn resource_projection(ctx: &Context<'_>, c: &Row) -> Result<Decimal> {
     share_of(billed, Decimal::from(MONTH_SECONDS), Decimal::from(seconds))
 }
 
-fn name_of(ctx: &Context<'_>, c: &Row) -> String {
+pub(super) fn name_of(ctx: &Context<'_>, c: &Row) -> String {
     let what = match c.category {
         Category::SystemDisk => "system disk",
         Category::DataDisk => "data disk",
@@ -192,7 +193,7 @@ fn while_off(
         tl.knows_off().then(|| tl.off_after_grace(known, grace))
     };
     for c in ctx.in_month() {
-        if !categories.contains(&c.category) || !c.billed_positive() {
+        if !categories.contains(&c.category) || !c.billed_positive() || idle_by_bill(ctx, c) {
             continue;
         }
         let Some(instance) = c.instance_id else { continue };
@@ -231,7 +232,8 @@ impl Rule for StorageWhileOff {
     }
 }
 
-/// W002: public IPs and bandwidth billing while their instance is off, beyond the grace.
+/// W002: public IPs and bandwidth billing while their instance is off, beyond the grace; and
+/// public IPs the bill itself says were idle (AWS `IdleAddress`), whole, linked or not.
 pub struct IdlePublicIp;
 
 impl Rule for IdlePublicIp {
@@ -243,11 +245,15 @@ impl Rule for IdlePublicIp {
     }
     fn check(&self, ctx: &Context<'_>) -> Result<Vec<Finding>> {
         let action = "release or unbind it when the instance stops.";
-        while_off(self, ctx, &[Category::PublicIp], ctx.config.waste.ip_grace_hours, action)
+        let grace = ctx.config.waste.ip_grace_hours;
+        let mut found = while_off(self, ctx, &[Category::PublicIp], grace, action)?;
+        found.extend(super::unlinked::idle_findings(self, ctx)?);
+        Ok(found)
     }
 }
 
-/// W003: disks and IPs that belong to no instance, or to one with no compute in the look-back.
+/// W003: disks and IPs that belong to no instance (on a platform whose bills link them), or
+/// to one with no compute in the look-back.
 pub struct UnattachedStorage;
 
 impl Rule for UnattachedStorage {
@@ -271,7 +277,8 @@ impl Rule for UnattachedStorage {
                 continue;
             }
             let released = match c.instance_id {
-                None => true,
+                // A bill that links no disk to its instance says nothing of this one.
+                None => ctx.links_storage(ctx.text(c.platform)),
                 Some(i) => !*ran
                     .entry((c.platform, i), || ctx.ran_recently(ctx.text(c.platform), ctx.text(i))),
             };
@@ -310,7 +317,7 @@ impl Rule for StaleSnapshot {
         let age = Duration::days(i64::from(n));
         let mut drafts = Drafts::default();
         for c in ctx.in_month() {
-            if c.category != Category::Snapshot || !c.billed_positive() {
+            if c.category != Category::Snapshot || !c.billed_positive() || unjudgeable(ctx, c) {
                 continue;
             }
             let first = ctx

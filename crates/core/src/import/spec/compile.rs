@@ -78,6 +78,9 @@ pub struct Profile {
     pub(super) zone: Tz,
     pub(super) fields: Fields,
     pub(super) item: Vec<usize>,
+    /// The columns of [`ProfileSpec::service`] and [`ProfileSpec::usage`].
+    pub(super) service: Vec<usize>,
+    pub(super) usage: Vec<usize>,
     pub(super) direction: Option<usize>,
     pub(super) start: Vec<usize>,
     pub(super) end: Vec<usize>,
@@ -290,6 +293,9 @@ impl Profile {
         }
         let (starts, ends) = times(&spec, &keys)?;
         let instance = instances(&spec, &keys)?;
+        for re in &spec.vm_ids {
+            regex::Regex::new(re).map_err(|err| keys.bad(format!("vm_ids {re:?}: {err}")))?;
+        }
         let resource = resources(&spec, &keys)?;
         let (kind, category, pricing) = (
             classifier(&spec.kind, &keys)?,
@@ -309,6 +315,8 @@ impl Profile {
             zone,
             fields,
             item: keys.cols(&spec.item)?,
+            service: keys.cols(&spec.service)?,
+            usage: keys.cols(&spec.usage)?,
             direction: spec.sign.direction.as_deref().map(|c| keys.col(c)).transpose()?,
             start: keys.cols(&starts)?,
             end: keys.cols(&ends)?,
@@ -404,6 +412,25 @@ impl Profile {
     /// The money a row's unit price times its quantity comes to.
     pub fn unit_price_of(&self) -> UnitPriceOf {
         self.spec.unit_price_of
+    }
+    /// Whether the platform's bills say which instance a disk, an IP or a snapshot belongs
+    /// to ([`ProfileSpec::bill_links_storage`]).
+    pub fn bill_links_storage(&self) -> bool {
+        self.spec.bill_links_storage
+    }
+    /// The words by which the bill's usage text says a public IP was idle
+    /// ([`ProfileSpec::idle_ip_usage`]), lower case.
+    pub fn idle_ip_usage(&self) -> Vec<String> {
+        self.spec.idle_ip_usage.iter().map(|w| w.to_ascii_lowercase()).collect()
+    }
+    /// The regexes of the instance ids that are virtual machines ([`ProfileSpec::vm_ids`]).
+    pub fn vm_ids(&self) -> &[String] {
+        &self.spec.vm_ids
+    }
+    /// Whether an end at `hh:59:59` closes the whole hour
+    /// ([`ProfileSpec::end_second_inclusive`]).
+    pub fn end_second_inclusive(&self) -> bool {
+        self.spec.end_second_inclusive
     }
     /// Columns whose presence makes a file one the profile cannot read right.
     pub(crate) fn refused_columns(&self) -> &[RefusedColumn] {

@@ -412,6 +412,7 @@ impl Parser<'_> {
         let (gpu_model, gpus) = gpu_model(p, &facts, category).unzip();
         let gpu_count = gpu_count(row, &facts.texts, f.gpu_count, numbers)?.or(gpus.flatten());
         let item = p.item.iter().find_map(|&i| facts.texts[i].as_deref()).unwrap_or("");
+        let service = p.service.iter().find_map(|&i| facts.texts[i].as_deref());
         let text = |i: Option<usize>| i.and_then(|i| facts.texts[i].as_deref());
         // A platform or GPU model the row names itself (gpuaudit's own FOCUS export), or the
         // provider it names (FOCUS from the clouds).
@@ -463,6 +464,8 @@ impl Parser<'_> {
         set(&mut c.origin.file, file);
         c.origin.line = row.ctx.source_line(row.line());
         set(&mut c.origin.item, item);
+        set_opt(&mut c.service, service);
+        set_usage(&mut c.usage_type, &p.usage, &facts.texts);
         self.identify(row, &facts, parsed)?;
         // The previous row is the previous row of the same instance and category.
         let kept =
@@ -496,5 +499,22 @@ impl Parser<'_> {
                 parsed
             })
             .collect()
+    }
+}
+
+/// `slot` made the non-empty cells of `columns` joined by ` / ` ([`ProfileSpec::usage`]),
+/// none when all are empty, in the text it holds (a parser fills one charge row after row).
+fn set_usage(slot: &mut Option<String>, columns: &[usize], texts: &[Option<Cow<'_, str>>]) {
+    let mut parts = columns.iter().filter_map(|&i| texts[i].as_deref()).filter(|t| !t.is_empty());
+    let Some(first) = parts.next() else {
+        *slot = None;
+        return;
+    };
+    let out = slot.get_or_insert_with(String::new);
+    out.clear();
+    out.push_str(first);
+    for part in parts {
+        out.push_str(" / ");
+        out.push_str(part);
     }
 }

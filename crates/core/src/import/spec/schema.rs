@@ -98,6 +98,39 @@ pub struct ProfileSpec {
     /// Cloud's `credits` held in one cell): such a file is refused at its header, saying why.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub refused_columns: Vec<RefusedColumn>,
+    /// Columns naming the service a row bills (first non-empty): AWS's product code, FOCUS
+    /// `ServiceName`. `gpuaudit cost` gives compute that is no instance a line per service.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub service: Vec<String>,
+    /// Columns giving the bill's words for what was used, as its rates are keyed (AWS usage
+    /// type and operation, a SKU): the non-empty ones joined by ` / `. R002 calls two lines
+    /// of one resource and span a double charge only when these are the same.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub usage: Vec<String>,
+    /// Whether the platform's bills say which instance a disk, an IP or a snapshot belongs to
+    /// (true, the default: the Chinese platforms' bills name it or bill it on the instance's
+    /// row). `false` for the big clouds (AWS CUR, Azure, GCP, OCI, and their FOCUS exports):
+    /// a disk billed under its own id names no instance, so no rule may call it unattached
+    /// or say its instance was off from the bill alone; `waste` says how much it could not
+    /// judge, and an inventory snapshot lets it judge.
+    #[serde(default = "yes", skip_serializing_if = "is_true")]
+    pub bill_links_storage: bool,
+    /// Words of the usage text (`usage`, ASCII case ignored) by which the bill itself says a
+    /// public IP was idle (AWS `ElasticIP:IdleAddress`, `PublicIPv4:IdleAddress`): W002 flags
+    /// such a charge whole, linked or not.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub idle_ip_usage: Vec<String>,
+    /// Regexes of the instance ids that are virtual machines (or GPU containers), where the
+    /// platform's compute holds other things too (AWS's NAT gateways and functions): compute
+    /// of another id is its service's line in `gpuaudit cost`, with no instance hours. Empty
+    /// (the default): every instance is one.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub vm_ids: Vec<String>,
+    /// Whether an end time of `hh:59:59` closes the whole hour (Tencent's and Alibaba's
+    /// hourly rows run `10:00:00`–`10:59:59`): such an end is read one second later, so that
+    /// 480 hourly rows are 480 hours.
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub end_second_inclusive: bool,
 }
 
 /// A column whose presence makes a file unreadable by its profile (see
@@ -140,6 +173,10 @@ pub(super) fn yes() -> bool {
 
 pub(super) fn is_true(b: &bool) -> bool {
     *b
+}
+
+pub(super) fn is_false(b: &bool) -> bool {
+    !*b
 }
 
 pub(super) fn is_ymd(order: &DateOrder) -> bool {
