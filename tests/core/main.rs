@@ -16,6 +16,7 @@ mod cost;
 #[cfg(feature = "store")]
 mod delivery;
 mod formats;
+mod hours;
 #[cfg(feature = "store")]
 mod read_side;
 #[cfg(feature = "store")]

@@ -42,6 +42,8 @@ pub struct BillFacts {
     pub end_second_inclusive: bool,
     /// Regexes of the instance ids that are virtual machines; empty: every instance is one.
     pub vm_ids: Vec<String>,
+    /// Which compute rows carry no GPU (AutoDL's 无卡模式), if the bills have such rows.
+    pub no_gpu: Option<crate::import::NoGpu>,
 }
 
 impl Default for BillFacts {
@@ -52,6 +54,7 @@ impl Default for BillFacts {
             idle_ip_usage: Vec::new(),
             end_second_inclusive: false,
             vm_ids: Vec::new(),
+            no_gpu: None,
         }
     }
 }
@@ -85,6 +88,7 @@ impl Platforms {
                     idle_ip_usage: p.idle_ip_usage(),
                     end_second_inclusive: p.end_second_inclusive(),
                     vm_ids: p.vm_ids().to_vec(),
+                    no_gpu: p.no_gpu().cloned(),
                 };
                 platforms.bill_facts.insert(name.to_owned(), facts);
             }
@@ -117,6 +121,13 @@ impl Platforms {
     /// What `platform`'s bills say: [`BillFacts::default`] when no one said.
     pub fn bill_facts(&self, platform: &str) -> BillFacts {
         self.bill_facts.get(platform).cloned().unwrap_or_default()
+    }
+
+    /// The syms, among `texts`, of the platforms whose bills end an hour at `hh:59:59`
+    /// ([`BillFacts::end_second_inclusive`]): what [`crate::window::Row::end_closing`] takes.
+    pub fn closing(&self, texts: &crate::window::Texts) -> Vec<crate::window::Sym> {
+        let closing = self.bill_facts.iter().filter(|(_, f)| f.end_second_inclusive);
+        closing.filter_map(|(p, _)| texts.find(p)).collect()
     }
 
     /// Whether `platform`'s bills link disks, IPs and snapshots to their instances.

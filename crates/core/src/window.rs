@@ -115,6 +115,11 @@ impl Texts {
         text.map(|t| self.sym(t))
     }
 
+    /// The sym of `text`, if these texts hold it.
+    pub fn find(&self, text: &str) -> Option<Sym> {
+        self.index.get(text).copied()
+    }
+
     /// `sym` of `other` as a sym of these texts.
     fn adopt(&mut self, other: &Texts, sym: Sym, memo: &mut Vec<Option<Sym>>) -> Sym {
         let i = sym.0.get() as usize - 1;
@@ -207,6 +212,22 @@ impl Row {
         let m = low | mid << 32 | high << 64;
         let m = if self.cost_flags >> 7 != 0 { -m } else { m };
         sum.add_mantissa((m, u32::from(self.cost_flags & 0x1f)), || self.billed_cost(), what)
+    }
+
+    /// The end of the time paid for, one second later where the row's platform is among
+    /// `closing` (its bills end an hour at `hh:59:59`, meaning the next `hh:00:00`) and the
+    /// end is one second before a half hour: [`crate::platforms::Platforms::closing`].
+    pub fn end_closing(&self, closing: &[Sym]) -> Micros {
+        let end = self.charge_end;
+        let half_hour = 1_800_000_000;
+        if closing.contains(&self.platform)
+            && end > self.charge_start
+            && end.0.rem_euclid(half_hour) == half_hour - 1_000_000
+        {
+            Micros(end.0 + 1_000_000)
+        } else {
+            end
+        }
     }
 
     /// Whether the billed cost is more than zero: `billed_cost() > 0`, read from how the row

@@ -36,6 +36,7 @@ pub mod compare;
 mod line;
 mod rates;
 mod usage;
+mod whose;
 
 use std::collections::{BTreeMap, HashMap};
 use std::fmt;
@@ -47,6 +48,7 @@ pub use breakeven::{Breakeven, BreakevenInstance};
 pub use compare::{Basis, Comparison, Priced, Unpriced};
 pub use line::{Apart, Components, CostLine, OnOff, Usage, hours};
 pub use usage::Measure;
+use whose::{Lines, Whose};
 
 use crate::charge::{Category, Charge, Kind, YearMonth};
 use crate::config::Config;
@@ -54,7 +56,7 @@ use crate::error::Result;
 use crate::money;
 use crate::platforms::Platforms;
 use crate::waste::{Span, Timeline};
-use crate::window::{Row, Sym, Window};
+use crate::window::{Micros, Row, Sym, Window};
 
 /// A dimension cost lines can be grouped by.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -180,6 +182,10 @@ struct Acc<'w> {
     cost: Components,
     charges: u64,
     spans: Vec<Span>,
+    /// The spans of the compute rows that carry a GPU (not AutoDL's 无卡模式).
+    gpu_spans: Vec<Span>,
+    /// How many compute spans there were (`spans` is taken to make the timeline).
+    spans_read: usize,
     on_demand_spans: Vec<Span>,
     on_demand: Decimal,
     instants: bool,
@@ -189,75 +195,37 @@ struct Acc<'w> {
     attached: Vec<&'w Row>,
 }
 
+impl<'w> Acc<'w> {
+    /// Adds compute row `r` (ending at `end`, as its platform's bills mean it; carrying a GPU
+    /// if `gpu`): its span to the compute hours (and to the GPU-hours, and the on-demand
+    /// hours), its GPU count and model.
+    fn add_compute(&mut self, r: &'w Row, end: Micros, gpu: bool, window: &Window) -> Result<()> {
+        if matches!(r.kind, Kind::Usage | Kind::Purchase) {
+            let span = (r.charge_start, end);
+            if r.charge_end > r.charge_start {
+                self.spans.push(span);
+                if gpu {
+                    self.gpu_spans.push(span);
+                }
+            } else {
+                self.instants = true;
+            }
+            if r.kind == Kind::Usage && r.pricing == crate::charge::Pricing::OnDemand {
+                self.on_demand =
+                    money::add(self.on_demand, r.billed_cost(), "a line's on-demand cost")?;
+                if r.charge_end > r.charge_start {
+                    self.on_demand_spans.push(span);
+                }
+            }
+        }
+        self.gpu_count = self.gpu_count.or(window.usage(r).gpu_count);
+        self.gpu_model = self.gpu_model.or(r.gpu_model);
+        Ok(())
+    }
+}
+
 /// The key of a line: month, platform, whose it is, currency.
 type Key = (YearMonth, Sym, Whose, Sym);
-
-/// Whose a line is: an instance's, or what [`Apart`] says (a service by its sym).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-enum Whose {
-    Instance(Sym),
-    Unattached,
-    NotLinked,
-    Service(Option<Sym>),
-}
-
-/// What decides whose line a row belongs on ([`Lines::whose`]): each platform's facts, and
-/// whether each instance is a virtual machine, found once.
-struct Lines<'a> {
-    window: &'a Window,
-    platforms: &'a Platforms,
-    /// Per platform: whether its bills link storage, and its VM id patterns (none: every
-    /// instance is one).
-    facts: Vec<(Sym, bool, Option<Vec<regex::Regex>>)>,
-    /// Whether each instance is a virtual machine.
-    vms: HashMap<(Sym, Sym), bool>,
-}
-
-impl<'a> Lines<'a> {
-    fn new(window: &'a Window, platforms: &'a Platforms) -> Self {
-        Lines { window, platforms, facts: Vec::new(), vms: HashMap::new() }
-    }
-
-    /// The facts of `platform`'s bills.
-    fn facts(&mut self, platform: Sym) -> usize {
-        if let Some(at) = self.facts.iter().position(|(p, _, _)| *p == platform) {
-            return at;
-        }
-        let facts = self.platforms.bill_facts(self.window.texts.get(platform));
-        // The profile's patterns were checked when it was read: one that fails here is none.
-        let vm: Vec<regex::Regex> =
-            facts.vm_ids.iter().filter_map(|r| regex::Regex::new(r).ok()).collect();
-        self.facts.push((platform, facts.links_storage, (!vm.is_empty()).then_some(vm)));
-        self.facts.len() - 1
-    }
-
-    /// Whose line `r` belongs on: its instance's, if that is a virtual machine; compute of no
-    /// instance (or of one that is no VM: a NAT gateway, a function), its service's line
-    /// where the bill names one or the platform's bills link nothing; the rest of no
-    /// instance, its platform's unattached line, or not-linked line where its bills link
-    /// nothing.
-    fn whose(&mut self, r: &Row) -> Whose {
-        let at = self.facts(r.platform);
-        let service = self.window.usage(r).service;
-        if let Some(i) = r.instance_id {
-            let vm = match &self.facts[at].2 {
-                None => true,
-                Some(patterns) => *self.vms.entry((r.platform, i)).or_insert_with(|| {
-                    let id = self.window.texts.get(i);
-                    patterns.iter().any(|p| p.is_match(id))
-                }),
-            };
-            return if vm { Whose::Instance(i) } else { Whose::Service(service) };
-        }
-        let linked = self.facts[at].1;
-        match (r.category == Category::Compute, service, linked) {
-            (true, Some(s), _) => Whose::Service(Some(s)),
-            (true, None, false) => Whose::Service(None),
-            (_, _, true) => Whose::Unattached,
-            (_, _, false) => Whose::NotLinked,
-        }
-    }
-}
 
 /// One line per month, instance and platform's unattached charges (of `only` that month),
 /// attached first, largest all-in first.
@@ -275,6 +243,7 @@ fn instance_lines(
     // Rows come in runs of one resource: the last key is found without hashing.
     let mut last: Option<(Key, usize)> = None;
     let mut judge = Lines::new(window, platforms);
+    let closing = platforms.closing(texts);
     for r in &window.rows {
         match known.iter_mut().find(|(p, _)| *p == r.platform) {
             Some((_, span)) => *span = (span.0.min(r.charge_start), span.1.max(r.charge_end)),
@@ -303,22 +272,8 @@ fn instance_lines(
         // A service's compute that is no instance has its money, never instance hours.
         let hours = !matches!(key.2, Whose::Service(_) | Whose::NotLinked);
         if r.category == Category::Compute && hours {
-            if matches!(r.kind, Kind::Usage | Kind::Purchase) {
-                if r.charge_end > r.charge_start {
-                    acc.spans.push((r.charge_start, r.charge_end));
-                } else {
-                    acc.instants = true;
-                }
-                if r.kind == Kind::Usage && r.pricing == crate::charge::Pricing::OnDemand {
-                    acc.on_demand =
-                        money::add(acc.on_demand, r.billed_cost(), "a line's on-demand cost")?;
-                    if r.charge_end > r.charge_start {
-                        acc.on_demand_spans.push((r.charge_start, r.charge_end));
-                    }
-                }
-            }
-            acc.gpu_count = acc.gpu_count.or(window.usage(r).gpu_count);
-            acc.gpu_model = acc.gpu_model.or(r.gpu_model);
+            let gpu = !judge.no_gpu(r);
+            acc.add_compute(r, r.end_closing(&closing), gpu, window)?;
         } else if r.instance_id.is_some() {
             acc.attached.push(r);
         }
@@ -380,13 +335,22 @@ fn usage_of(
     window: &Window,
 ) -> Result<Usage> {
     let texts = &window.texts;
+    acc.spans_read = acc.spans.len();
     let mut spans = std::mem::take(&mut acc.spans);
     spans.sort();
     let timeline = Timeline { covered: merged(spans), seen: Vec::new() };
     let compute_seconds: i64 = timeline.covered.iter().map(|&s| seconds(s)).sum();
+    // GPU-hours are the hours of the compute that carries a GPU (not AutoDL's 无卡模式).
+    let gpu_seconds = if acc.gpu_spans.len() == acc.spans_read {
+        compute_seconds
+    } else {
+        let mut gpu = std::mem::take(&mut acc.gpu_spans);
+        gpu.sort();
+        merged(gpu).iter().map(|&s| seconds(s)).sum()
+    };
     let gpu_seconds = match gpu_count {
-        _ if compute_seconds == 0 => Some(0),
-        Some(n) => Some(compute_seconds * i64::from(n)),
+        _ if gpu_seconds == 0 => Some(0),
+        Some(n) => Some(gpu_seconds * i64::from(n)),
         None => None,
     };
     let life = acc.life.map_or((within.0, within.0), |l| clip(l, within));

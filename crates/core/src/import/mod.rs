@@ -55,7 +55,7 @@ pub use input::STDIN;
 pub use profile::{profile_by_name, profiles};
 pub use row::{Column, Next, Row};
 pub use source::{BillSource, ControlTotal};
-pub use spec::{Parsed, Profile};
+pub use spec::{NoGpu, Parsed, Profile};
 pub use spreadsheet::MAX_SPREADSHEET_BYTES;
 
 use std::sync::Arc;

@@ -71,8 +71,13 @@ impl Timeline {
     }
 }
 
-/// Timelines of every instance, keyed by (platform, instance id).
-pub fn build<'a>(charges: &[Row], texts: &'a Texts) -> HashMap<(&'a str, &'a str), Timeline> {
+/// Timelines of every instance, keyed by (platform, instance id); the rows of the platforms
+/// in `closing` end their hours at `hh:59:59` ([`Row::end_closing`]).
+pub fn build<'a>(
+    charges: &[Row],
+    texts: &'a Texts,
+    closing: &[Sym],
+) -> HashMap<(&'a str, &'a str), Timeline> {
     /// An instance's compute: spans paid for, and instants seen.
     type Compute = (Vec<Span>, Vec<Micros>);
     // By syms while the rows are read, by texts after.
@@ -83,7 +88,7 @@ pub fn build<'a>(charges: &[Row], texts: &'a Texts) -> HashMap<(&'a str, &'a str
         if let (true, Some(instance)) = (compute, c.instance_id) {
             let entry = spans.entry((c.platform, instance)).or_default();
             if c.charge_end > c.charge_start {
-                entry.0.push((c.charge_start, c.charge_end));
+                entry.0.push((c.charge_start, c.end_closing(closing)));
             } else {
                 entry.1.push(c.charge_start);
             }

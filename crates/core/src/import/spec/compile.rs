@@ -423,6 +423,10 @@ impl Profile {
     pub fn idle_ip_usage(&self) -> Vec<String> {
         self.spec.idle_ip_usage.iter().map(|w| w.to_ascii_lowercase()).collect()
     }
+    /// Which compute rows carry no GPU ([`ProfileSpec::no_gpu`]).
+    pub fn no_gpu(&self) -> Option<&NoGpu> {
+        self.spec.no_gpu.as_ref()
+    }
     /// The regexes of the instance ids that are virtual machines ([`ProfileSpec::vm_ids`]).
     pub fn vm_ids(&self) -> &[String] {
         &self.spec.vm_ids

@@ -45,7 +45,7 @@ pub use parser::Parsed;
 pub(crate) use parser::Parser;
 pub use registry::{builtin, load_dir, with_extra};
 pub use schema::{
-    ClassRule, Classifier, ColumnSpec, Direction, Extract, GpuModel, OneOrMany, PeriodSpec,
+    ClassRule, Classifier, ColumnSpec, Direction, Extract, GpuModel, NoGpu, OneOrMany, PeriodSpec,
     ProfileSpec, ProviderSpec, RefusedColumn, ResourceRule, SignSpec, SpanRule, TimeRule,
     TimesSpec,
 };

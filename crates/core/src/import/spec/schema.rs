@@ -126,6 +126,10 @@ pub struct ProfileSpec {
     /// (the default): every instance is one.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub vm_ids: Vec<String>,
+    /// Compute rows that carry no GPU whatever the instance's note says (AutoDL's 无卡模式,
+    /// CPU only at 0.10 元/h): their hours are compute hours, never GPU-hours.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub no_gpu: Option<NoGpu>,
     /// Whether an end time of `hh:59:59` closes the whole hour (Tencent's and Alibaba's
     /// hourly rows run `10:00:00`–`10:59:59`): such an end is read one second later, so that
     /// 480 hourly rows are 480 hours.
@@ -396,4 +400,17 @@ pub struct GpuModel {
     /// has for the count (`gpu_count`) is read first.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub gpus: Option<u16>,
+}
+
+/// Which compute rows carry no GPU ([`ProfileSpec::no_gpu`]).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct NoGpu {
+    /// Words of the row's item (ASCII case ignored) that say so (`无卡`).
+    #[serde(default)]
+    pub words: Vec<String>,
+    /// The most an hour of it costs (`"0.10"`): a compute row billed at this hourly rate or
+    /// less is of no GPU.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_hourly: Option<rust_decimal::Decimal>,
 }
