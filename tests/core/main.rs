@@ -13,6 +13,7 @@ use rust_decimal::Decimal;
 use rust_decimal_macros::dec;
 
 mod cost;
+mod credits;
 #[cfg(feature = "store")]
 mod delivery;
 mod formats;

@@ -3,11 +3,13 @@
 //! Machine contract (`--format csv`): header
 //! `code,rule,platform,account,instance_id,resource_id,category,period_start,period_end,amount,currency,monthly_projection,charges,recommendation`,
 //! one row per finding, largest amount first; periods in RFC 3339 UTC; `charges` the charge
-//! ids separated by `;`. `--format json`: `{"findings":[…],"month":…,"not_judged":[…],"total":[{"currency":…,"amount":…}]}`
+//! ids separated by `;`. `--format json`: `{"credited":[…],"findings":[…],"month":…,"not_judged":[…],"total":[{"currency":…,"amount":…}]}`
 //! with money as strings; `not_judged` lists, per platform and currency, the exact money of
 //! the disks, IPs and snapshots its bills link to no instance (`amount`, `charges`,
 //! `currency`, `platform`), which no rule judged; a bill line's `wasted` has the digits it
-//! needs (up to 12 decimals) so that a finding's lines add up to it. Money is computed exactly and rounded to cents (half away from
+//! needs (up to 12 decimals) so that a finding's lines add up to it (a credit's share is a
+//! line of its own, negative); `credited` lists, per currency, the flagged money the month's
+//! credits paid for (`amount`, `currency`). Money is computed exactly and rounded to cents (half away from
 //! zero) only here, when printed; totals are rounded from the exact sums.
 
 use crate::error::CliError;
@@ -88,7 +90,7 @@ pub fn run(
         }
         found => found?,
     };
-    let (findings, not_judged) = (audit.findings, audit.not_judged);
+    let (findings, not_judged, credited) = (audit.findings, audit.not_judged, audit.credited);
     let totals = waste::totals(&findings)?;
     match args.format {
         Format::Csv => emit_with(|out| write_csv(out, &findings))?,
@@ -96,7 +98,8 @@ pub fn run(
             crate::xlsx::write(args.output.as_deref(), &[("findings", render_csv(&findings))])?;
         }
         Format::Json => {
-            emit_with(|out| write_json(out, month, &findings, &totals, &not_judged))?;
+            let apart = Apart { not_judged: &not_judged, credited: &credited };
+            emit_with(|out| write_json(out, month, &findings, &totals, &apart))?;
         }
         Format::Table | Format::Md => {
             let mut text = render_text(
@@ -108,6 +111,7 @@ pub fn run(
                 args.explain,
                 &platforms,
             )?;
+            text.push_str(&credited_text(&credited));
             text.push_str(&not_judged_text(&not_judged));
             emit(&text)?;
         }
@@ -136,6 +140,26 @@ pub fn evidence(e: &Evidence<'_>, text: &dyn Fn(&str) -> String, gap: &str) -> S
 fn share(wasted: Decimal) -> String {
     money_text(
         wasted.round_dp_with_strategy(12, rust_decimal::RoundingStrategy::MidpointNearestEven),
+    )
+}
+
+/// What an audit says beside its findings: the money it could not judge, and what credits
+/// paid for.
+struct Apart<'a> {
+    not_judged: &'a [waste::NotJudged],
+    credited: &'a [(String, Decimal)],
+}
+
+/// One line saying what the month's credits paid for of the flagged money (none when they
+/// paid for none).
+fn credited_text(credited: &[(String, Decimal)]) -> String {
+    if credited.is_empty() {
+        return String::new();
+    }
+    let paid: Vec<String> = credited.iter().map(|(c, a)| format!("{} {c}", cents(*a))).collect();
+    format!(
+        "credits paid for {} of the flagged usage: the findings are net of them\n",
+        paid.join(" + ")
     )
 }
 
@@ -231,9 +255,16 @@ fn write_json(
     month: YearMonth,
     findings: &[Finding],
     totals: &[(String, Decimal)],
-    not_judged: &[waste::NotJudged],
+    apart: &Apart<'_>,
 ) -> std::io::Result<()> {
-    out.write_all(b"{\"findings\":[")?;
+    let credited: Vec<serde_json::Value> = apart
+        .credited
+        .iter()
+        .map(|(c, a)| serde_json::json!({ "amount": money_text(*a), "currency": c }))
+        .collect();
+    out.write_all(b"{\"credited\":")?;
+    serde_json::to_writer(&mut *out, &credited)?;
+    out.write_all(b",\"findings\":[")?;
     for (i, f) in findings.iter().enumerate() {
         if i > 0 {
             out.write_all(b",")?;
@@ -246,7 +277,8 @@ fn write_json(
         .collect();
     out.write_all(b"],\"month\":")?;
     serde_json::to_writer(&mut *out, &month.to_string())?;
-    let not_judged: Vec<serde_json::Value> = not_judged
+    let not_judged: Vec<serde_json::Value> = apart
+        .not_judged
         .iter()
         .map(|n| {
             serde_json::json!({

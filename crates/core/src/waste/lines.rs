@@ -135,6 +135,11 @@ impl Lines {
         self.total = None;
     }
 
+    /// The row of the first line, if any.
+    pub(super) fn first_row(&self) -> Option<&Row> {
+        self.places.first().map(|&place| &self.window.rows[place as usize])
+    }
+
     /// Each line's place and row.
     fn rows(&self) -> impl Iterator<Item = (u32, &Row)> + '_ {
         self.places.iter().map(|&place| (place, &self.window.rows[place as usize]))

@@ -22,6 +22,7 @@
 //!   else low.
 //! - The engine knows nothing of files or storage, and prints nothing.
 
+mod credits;
 mod lines;
 mod rules;
 pub mod timeline;
@@ -446,6 +447,9 @@ pub struct Audit {
     /// Per platform and currency, the storage and IPs its bills link to no instance, which no
     /// rule judged ([`NotJudged`]).
     pub not_judged: Vec<NotJudged>,
+    /// Per currency, the flagged money the month's credits paid for (findings are net of
+    /// it; one it paid for in full is not raised).
+    pub credited: Vec<(String, Decimal)>,
 }
 
 /// [`audit_rows`], with what the rules could not judge.
@@ -458,18 +462,22 @@ pub fn audit_judged(
 ) -> crate::Result<Audit> {
     let ctx = Context::new(window, month, config, platforms)?;
     let not_judged = unlinked::not_judged(&ctx)?;
-    let findings = findings_of(rules, &ctx, window, config)?;
-    Ok(Audit { findings, not_judged })
+    let (findings, credited) = findings_of(rules, &ctx, window, config)?;
+    Ok(Audit { findings, not_judged, credited })
 }
 
-/// Every rule's findings, claims made in order, those under `min_amount` dropped, largest
-/// first.
+/// Money per currency, in currency order.
+type Totals = Vec<(String, Decimal)>;
+
+/// Every rule's findings, claims made in order, each net of the credits that paid for it,
+/// those under `min_amount` (or paid for in full) dropped, largest first; and per currency
+/// what credits paid for.
 fn findings_of(
     rules: &[&dyn Rule],
     ctx: &Context<'_>,
     window: &Arc<Window>,
     config: &Config,
-) -> crate::Result<Vec<Finding>> {
+) -> crate::Result<(Vec<Finding>, Totals)> {
     // Every rule's findings first, side by side (no rule reads the claims), so that the set
     // of claimed charges is made once at its size: grown as it went, rehashing millions of
     // ids was a fifth of an audit.
@@ -483,6 +491,8 @@ fn findings_of(
     // The last rule's charges are claimed from no one after it.
     let claimable = found.iter().rev().skip(1).flatten().map(|f| f.charges.len()).sum();
     let mut claimed = Claims::new(window, claimable);
+    let credits = credits::Credits::of(ctx)?;
+    let mut credited: std::collections::BTreeMap<String, Decimal> = Default::default();
     let (mut out, rules_found) = (Vec::new(), found.len());
     for (i, findings) in found.into_iter().enumerate() {
         let last = i + 1 == rules_found;
@@ -492,8 +502,16 @@ fn findings_of(
             if finding.charges.is_empty() || finding.amount < config.waste.min_amount {
                 continue;
             }
+            let paid = credits.net(ctx, &mut finding)?;
+            if !paid.is_zero() {
+                let total = credited.entry(finding.currency.clone()).or_default();
+                *total = crate::money::add(*total, paid, "the money credits paid for")?;
+            }
             if !last {
                 claimed.claim_all(&finding.charges);
+            }
+            if finding.amount <= Decimal::ZERO || finding.amount < config.waste.min_amount {
+                continue;
             }
             finding.severity = Severity::of(finding.amount, finding.monthly_projection);
             out.push(finding);
@@ -505,7 +523,7 @@ fn findings_of(
             .then_with(|| a.code.cmp(b.code))
             .then_with(|| a.resource_id.cmp(&b.resource_id))
     });
-    Ok(out)
+    Ok((out, credited.into_iter().collect()))
 }
 
 /// The months an audit of `month` reads: the month and enough before it for the look-back
