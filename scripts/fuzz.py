@@ -9,7 +9,8 @@ space; the harness checks what a billing tool must never do, whatever the input:
 - refuse an input (exit 2) without naming it, or change a byte of the ledger while refusing;
 - accept an input and leave a ledger that `summary` or `ledger --verify` cannot read.
 
-Inputs are mutations of every bill under fixtures/ and examples/bills/ (CSV, XLSX, Parquet and
+Inventory files (fixtures/inventory/, the clouds' CLI outputs) are mutated and imported with
+`gpuaudit inventory import` too. Inputs are mutations of every bill under fixtures/ and examples/bills/ (CSV, XLSX, Parquet and
 JSON lines (cut lines, deep nesting, odd credits), every
 built-in profile and the profile-file fixtures): amounts and dates that are hard to read
 (decimal commas, 10^26, year 0), stray and unclosed quotes, short and long rows, a header
@@ -101,9 +102,75 @@ def seeds():
     out = []
     for top in ["fixtures", "examples/bills"]:
         for path in sorted((ROOT / top).rglob("*")):
-            if path.suffix.lower() in (".csv", ".xlsx", ".parquet", ".json"):
+            if path.suffix.lower() in (".csv", ".xlsx", ".parquet", ".json") and "inventory" not in path.parts:
                 out.append(path)
     return out
+
+
+def inventory_mutation(data, rng):
+    """A mutation of a cloud CLI's JSON: a value made odd, a resource named twice with another
+    state, nesting made deep, a list made long, the time wrapper broken, or bytes flipped."""
+    text = data.decode("utf-8", "replace")
+    choice = rng.randrange(7)
+    if choice == 0:
+        for key in ['"State": "', '"diskState": "', '"status": "', '"Status": "', '"InstanceState": "']:
+            text = text.replace(key, key + rng.choice(["", "x", "\u0000", "available\u001b[31m"]), 1)
+    elif choice == 1:
+        for key in ['"VolumeId":', '"InstanceId":', '"id":', '"name":', '"DiskId":']:
+            text = text.replace(key, key + " " + rng.choice(["null", "1e400", "[]", "{}", '"' + "a" * 5000 + '"']) + ', "was":', 1)
+    elif choice == 2:
+        text = text.replace("[", "[" + "[" * rng.choice([50, 200]), 1) + "]" * rng.choice([50, 200])
+    elif choice == 3:
+        try:
+            doc = json.loads(text)
+            for key in ["Volumes", "Reservations", "Addresses", "Snapshots", "DiskSet", "InstanceSet"]:
+                if isinstance(doc, dict) and isinstance(doc.get(key), list) and doc[key]:
+                    doc[key] = doc[key] * rng.choice([2, 1000])
+            if isinstance(doc, list) and doc:
+                doc = doc * rng.choice([2, 1000])
+            text = json.dumps(doc)
+        except ValueError:
+            pass
+    elif choice == 4:
+        text = '{"taken_at": ' + rng.choice(['"2024-13-40T99:00:00Z"', "17", '"2018-11-15T00:00:00Z"', "null"]) + ', "output": ' + text + "}"
+    elif choice == 5:
+        text = text[: rng.randrange(len(text) + 1)]
+    else:
+        b = bytearray(text.encode("utf-8"))
+        for _ in range(rng.randint(1, 8)):
+            if b:
+                b[rng.randrange(len(b))] = rng.randrange(256)
+        return bytes(b)
+    return text.encode("utf-8")
+
+
+def inventory_property(binary, work, rng, failures):
+    """An inventory file, mutated: imported (exit 0) or refused naming the file (exit 2, the
+    ledger unchanged), never a panic; after an accepted one, waste and cost still answer."""
+    pool = sorted((ROOT / "fixtures/inventory").rglob("*.json"))
+    data = rng.choice(pool).read_bytes()
+    for _ in range(rng.randint(1, 2)):
+        data = inventory_mutation(data, rng)
+    ledger = work / "inventory-ledger"
+    name = "inventory-case.json"
+    (work / name).write_bytes(data)
+    before = snapshot(ledger)
+    code, _, err = run(binary, ledger, ["inventory", "import", name, "--at", "2024-05-20T00:00:00Z"], work)
+    problem = None
+    if code not in (0, 2) or "panicked" in err:
+        problem = f"inventory import exits {code}"
+    elif code == 2 and (name not in err or snapshot(ledger) != before):
+        problem = "a refused inventory that does not name the file, or changed the ledger"
+    elif code == 0:
+        for args in (["waste", "--month", "2024-05"], ["cost", "--month", "2024-05"], ["inventory", "list"]):
+            c, _, e = run(binary, ledger, args, work)
+            if c != 0:
+                problem = f"after an accepted inventory, {' '.join(args)} exits {c}: {e[:300]}"
+                break
+    if problem:
+        kept = work / f"inventory-failure-{len(failures):04d}.json"
+        kept.write_bytes(data)
+        failures.append(f"{kept}: {problem}\n  {err[:500]}")
 
 
 def csv_mutation(data, rng):
@@ -592,6 +659,8 @@ def main():
             part_property(binary, work, rng, failures)
             derived_property(binary, work, rng, failures)
             location_property(binary, work, rng, failures)
+        if runs % 5 == 0:
+            inventory_property(binary, work, rng, failures)
         seed = rng.choice(pool)
         data = seed.read_bytes()
         mutate = {".xlsx": xlsx_mutation, ".parquet": parquet_mutation, ".json": json_mutation}.get(seed.suffix.lower(), csv_mutation)

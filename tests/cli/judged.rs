@@ -85,3 +85,97 @@ fn real_aws_bills_are_judged_by_what_they_say() {
         assert!(reconcile.iter().all(|r| r["code"] != "R002"), "{m}: {reconcile:?}");
     }
 }
+
+/// The exact money of `resource`'s charges starting at or after `from` (RFC 3339), as the
+/// ledger's FOCUS export of `month` gives them (ResourceId, ChargePeriodStart, BilledCost).
+fn money_of(d: &std::path::Path, month: &str, resource: &str, from: &str) -> Decimal {
+    let out = gpuaudit(d, &["export", "--focus", "--month", month, "-o", "month.csv"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let text = std::fs::read_to_string(d.join("month.csv")).unwrap();
+    let from: chrono::DateTime<chrono::Utc> = from.parse().unwrap();
+    rows(&text)
+        .iter()
+        .filter(|r| r["ResourceId"] == resource)
+        .filter(|r| {
+            let start = r["ChargePeriodStart"].replace(' ', "T");
+            let start = if start.ends_with('Z') { start } else { format!("{start}Z") };
+            start.parse::<chrono::DateTime<chrono::Utc>>().unwrap() >= from
+        })
+        .map(|r| r["BilledCost"].parse::<Decimal>().unwrap())
+        .sum()
+}
+
+/// The sum of a finding's lines.
+fn lines_of(f: &serde_json::Value) -> Decimal {
+    let lines = f["charges"].as_array().unwrap();
+    lines.iter().map(|l| l["wasted"].as_str().unwrap().parse::<Decimal>().unwrap()).sum()
+}
+
+#[test]
+fn an_inventory_judges_what_the_bill_cannot() {
+    let dir = workdir();
+    let d = dir.path();
+    let run = |args: &[&str]| {
+        let out = gpuaudit(d, args);
+        assert!(out.status.success(), "{args:?}: {}", stderr(&out));
+        stdout(&out)
+    };
+    run(&["import", "fixtures/real/aws-cur-workshop/Nov2018-WorkshopCUR-00001.snappy.parquet"]);
+    // Bad input first: each refused naming the file and where in it, the ledger as it was.
+    let before = super::snapshot(&d.join(".gpuaudit"));
+    for (file, says) in [
+        ("invalid/unknown_shape.json", "unknown_shape.json: $: not the output of a CLI"),
+        ("aws/describe-instances.json", "describe-instances.json: $: says not when it was taken"),
+        (
+            "invalid/volume_named_twice_with_two_states.json",
+            "$.output: volume vol-09409784ef6121644 is named twice with two states",
+        ),
+    ] {
+        let path = format!("fixtures/inventory/{file}");
+        let out = gpuaudit(d, &["inventory", "import", &path]);
+        assert_eq!(out.status.code(), Some(2), "{file}: {}", stderr(&out));
+        assert!(stderr(&out).contains(says), "{file}: {}", stderr(&out));
+    }
+    assert_eq!(super::snapshot(&d.join(".gpuaudit")), before, "the ledger as it was");
+
+    let added = run(&["inventory", "import", "fixtures/inventory/aws/describe-volumes.json"]);
+    let batch = added.lines().find_map(|l| l.strip_prefix("batch ")).unwrap();
+    let batch = batch.split(':').next().unwrap().to_owned();
+    run(&[
+        "inventory",
+        "import",
+        "fixtures/inventory/aws/describe-instances.json",
+        "--at",
+        "2018-11-15T00:00:00Z",
+    ]);
+    assert_eq!(run(&["inventory", "list"]).lines().count(), 2);
+    let from = "2018-11-15T00:00:00Z";
+    let waste = run(&["waste", "--month", "2018-11", "--min-amount", "0", "--format", "json"]);
+    let doc: serde_json::Value = serde_json::from_str(&waste).unwrap();
+    let findings = doc["findings"].as_array().unwrap();
+    // The one volume the inventory shows unattached, to the cent from the snapshot's time.
+    let w003: Vec<&serde_json::Value> = findings.iter().filter(|f| f["code"] == "W003").collect();
+    assert_eq!(w003.len(), 1, "{w003:?}");
+    assert_eq!(w003[0]["resource_id"], "vol-09409784ef6121644");
+    let loose = money_of(d, "2018-11", "vol-09409784ef6121644", from);
+    assert!(loose > Decimal::ONE, "{loose}");
+    assert_eq!(lines_of(w003[0]), loose);
+    // The stopped instance's volume: W001 from the snapshot on (its off time is past the
+    // grace already).
+    let w001: Vec<&serde_json::Value> = findings.iter().filter(|f| f["code"] == "W001").collect();
+    assert_eq!(w001.len(), 1, "{w001:?}");
+    assert_eq!(w001[0]["instance_id"], "i-0f7f5282f9ba54e03");
+    assert_eq!(w001[0]["resource_id"], "vol-086a6ac5eec663f86");
+    assert_eq!(lines_of(w001[0]), money_of(d, "2018-11", "vol-086a6ac5eec663f86", from));
+    // cost gives the running instance its disk, from the snapshot on.
+    let cost = rows(&run(&["cost", "--month", "2018-11", "--format", "csv"]));
+    let line = cost.iter().find(|l| l["instance"] == "i-09676b3839354c8ae").unwrap();
+    let disk = money_of(d, "2018-11", "vol-0866bc63e2838253c", from);
+    assert_eq!(line["data_disk"].parse::<Decimal>().unwrap(), disk);
+    // Removed like a batch: the volume listing's judgement goes (the instance listing,
+    // which names the stopped instance's volume, still makes its W001).
+    run(&["ledger", "--remove", &batch]);
+    let waste = run(&["waste", "--month", "2018-11", "--min-amount", "0", "--format", "csv"]);
+    let codes: Vec<String> = rows(&waste).iter().map(|f| f["code"].clone()).collect();
+    assert!(!codes.contains(&"W003".to_owned()) && codes.contains(&"W001".to_owned()), "{codes:?}");
+}

@@ -18,6 +18,7 @@ mod credits;
 mod delivery;
 mod formats;
 mod hours;
+mod inventory;
 #[cfg(feature = "store")]
 mod read_side;
 #[cfg(feature = "store")]

@@ -74,6 +74,9 @@ struct Cli {
 enum Command {
     /// Import bill files (CSV) into the ledger as one batch.
     Import(cmd::import::ImportArgs),
+    /// Inventory snapshots of the clouds' CLIs (volumes, instances, addresses, snapshots):
+    /// what lets waste and cost judge what the big clouds' bills cannot.
+    Inventory(cmd::inventory::InventoryArgs),
     /// Show what is in the ledger: batches, months, platforms, totals.
     Ledger(cmd::ledger::LedgerArgs),
     /// Spend grouped by platform, category, instance, month, account or sub account.
@@ -155,6 +158,7 @@ fn main() -> ExitCode {
         Command::Report(args) => cmd::report::run(&store, &config, &profiles, args),
         Command::Import(args) => cmd::import::run(&store, &config, &profiles, args),
         Command::Ledger(args) => cmd::ledger::run(&store, args),
+        Command::Inventory(args) => cmd::inventory::run(&store, args),
         Command::Summary(args) => cmd::summary::run(&store, args),
         Command::Formats(args) => cmd::formats::run(&profiles, args),
         Command::Sql(args) => cmd::sql::run(&store, args),

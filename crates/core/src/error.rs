@@ -286,6 +286,16 @@ pub enum ErrorKind {
         /// What was being computed.
         what: String,
     },
+    /// An inventory file (a cloud CLI's JSON) cannot be read as one snapshot.
+    #[error("{}: {at}: {message}", .path.display())]
+    Inventory {
+        /// The file.
+        path: PathBuf,
+        /// Where in it, as a JSON path (`$.Volumes[3].State`).
+        at: String,
+        /// What is wrong.
+        message: String,
+    },
     /// The file holds no rows at all.
     #[error("{}: the file is empty", .path.display())]
     Empty {

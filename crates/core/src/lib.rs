@@ -32,6 +32,7 @@ mod error;
 pub mod export;
 pub mod ids;
 pub mod import;
+pub mod inventory;
 #[cfg(feature = "store")]
 pub mod ledger;
 pub mod money;

@@ -6,6 +6,7 @@ pub mod cost_more;
 pub mod export;
 pub mod formats;
 pub mod import;
+pub mod inventory;
 pub mod ledger;
 pub mod reconcile;
 pub mod report;

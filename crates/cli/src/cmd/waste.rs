@@ -171,8 +171,9 @@ fn not_judged_text(not_judged: &[waste::NotJudged]) -> String {
         .map(|n| {
             format!(
                 "not judged: {} {} of {} disks, IPs and snapshots ({} charge{}) that its bills \
-                 link to no instance; an inventory of the account's volumes, addresses and \
-                 snapshots would let waste judge them\n",
+                 link to no instance; an inventory of them would let waste judge them \
+                 (gpuaudit inventory import, of the cloud CLI's listing of volumes, instances, \
+                 addresses and snapshots)\n",
                 cents(n.amount),
                 n.currency,
                 n.platform,

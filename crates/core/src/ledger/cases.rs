@@ -67,8 +67,11 @@ impl Store {
         evidence: bool,
     ) -> Result<waste::Audit> {
         let months = waste::months_to_read(month, config);
-        let window = self.audit_window(month, months, evidence)?;
-        waste::audit_judged(rules, &Arc::new(window), month, config, platforms)
+        let mut window = self.audit_window(month, months, evidence)?;
+        // The ledger's inventory snapshots say what the bills do not: their links first.
+        let inventory = crate::inventory::Inventory::of(&self.inventory_snapshots()?);
+        inventory.link_rows(&mut window);
+        waste::audit_inventory(rules, &Arc::new(window), month, config, platforms, &inventory)
     }
 
     /// [`Store::audit`], reading the files and lines of the month's charges if `evidence`.
@@ -124,7 +127,9 @@ impl Store {
         // quantity.
         let none = Some(&[][..]);
         let reading = Reading { quantity_only: true, ids: none, lines: none, ..Reading::all(true) };
-        let window = self.load_lean(&LoadFilter { months }, reading, &|_, _| true)?;
+        let mut window = self.load_lean(&LoadFilter { months }, reading, &|_, _| true)?;
+        // Disks, IPs and snapshots the inventory links to their instances are theirs.
+        crate::inventory::Inventory::of(&self.inventory_snapshots()?).link_rows(&mut window);
         crate::cost::report_rows(&window, month, config, platforms, options)
     }
 

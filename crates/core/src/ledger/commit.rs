@@ -99,6 +99,7 @@ impl Writer {
             rollup: self.rollup_file.clone(),
             spend: self.rollup.spend(),
             look_back: self.look_back.clone(),
+            inventory: Vec::new(),
         }
     }
 
@@ -173,6 +174,6 @@ pub(super) fn after_commit(
     super::sql::write_symlinks(backend, state, &partitions)
 }
 
-fn now() -> String {
+pub(super) fn now() -> String {
     Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Secs, true)
 }

@@ -47,14 +47,19 @@ pub struct Batch {
     /// audited. None for a batch written before them.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub look_back: Vec<LookBack>,
+    /// The inventory snapshots the batch added (`gpuaudit inventory import`), one file each,
+    /// relative to the ledger folder; a batch of bills has none.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub inventory: Vec<String>,
 }
 
 impl Batch {
     /// Every file the batch names, relative to the ledger folder: its part files, rejects,
-    /// rollup and look-back files.
+    /// rollup, look-back and inventory files.
     pub fn names(&self) -> impl Iterator<Item = &String> {
         let look_back = self.look_back.iter().flat_map(LookBack::names);
-        self.files.iter().map(|p| &p.path).chain(&self.rejects).chain(&self.rollup).chain(look_back)
+        let files = self.files.iter().map(|p| &p.path).chain(&self.rejects);
+        files.chain(&self.rollup).chain(look_back).chain(&self.inventory)
     }
 }
 

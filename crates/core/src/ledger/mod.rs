@@ -69,6 +69,7 @@ mod cases;
 mod columns;
 mod commit;
 mod export;
+mod inventory;
 mod keyed;
 mod log;
 mod look_back;
@@ -101,6 +102,7 @@ use backend::Backend;
 pub use cases::Review;
 use commit::Committed;
 pub use export::ExportFormat;
+pub use inventory::read_inventory;
 pub use manifest::{Batch, LookBack, LookBackFile, Manifest, PartFile, SourceFile, Spend};
 pub use query::Overview;
 pub use rebuild::{Rebuilt, Repaired, is_derived_file};
@@ -277,7 +279,7 @@ impl Store {
         Ok(Writer::new(self.clone(), state, known, batch))
     }
 
-    /// Removes files under `charges/`, `rejects/`, `rollups/`, `look-back/` and `tmp/` that no committed
+    /// Removes files under `charges/`, `rejects/`, `rollups/`, `look-back/`, `inventory/` and `tmp/` that no committed
     /// batch names and that are older than [`sweep_after`], temporary files of crashed
     /// create-only writes as old, and a temporary manifest left by a gpuaudit of before
     /// commits.
@@ -285,7 +287,8 @@ impl Store {
         let named: HashSet<&str> =
             manifest.batches.iter().flat_map(Batch::names).map(String::as_str).collect();
         let old = SystemTime::now().checked_sub(sweep_after()).unwrap_or(SystemTime::UNIX_EPOCH);
-        for top in ["charges", "rejects", ROLLUPS, look_back::LOOK_BACK, TMP] {
+        for top in ["charges", "rejects", ROLLUPS, look_back::LOOK_BACK, inventory::INVENTORY, TMP]
+        {
             for file in self.backend.list(top)? {
                 if !named.contains(file.name.as_str()) && file.modified <= old {
                     self.backend.delete(&file.name)?;

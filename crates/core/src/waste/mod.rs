@@ -24,6 +24,7 @@
 
 mod credits;
 mod lines;
+mod plans;
 mod rules;
 pub mod timeline;
 mod unlinked;
@@ -38,10 +39,8 @@ use rust_decimal::Decimal;
 use crate::slots::SlotMap;
 use lines::Claims;
 pub use lines::{Evidence, Lines};
-pub use rules::{
-    IdlePublicIp, OnDemandOverSubscription, StaleSnapshot, StorageWhileOff, TrafficHeavy,
-    UnattachedStorage,
-};
+pub use plans::OnDemandOverSubscription;
+pub use rules::{IdlePublicIp, StaleSnapshot, StorageWhileOff, TrafficHeavy, UnattachedStorage};
 pub use timeline::{Span, Timeline};
 pub use unlinked::NotJudged;
 
@@ -174,6 +173,8 @@ pub struct Context<'a> {
     /// What each platform's bills say ([`crate::platforms::BillFacts`]), by its sym.
     facts: Vec<(Sym, crate::platforms::BillFacts)>,
     window: &'a Arc<Window>,
+    /// The inventory snapshots, if the ledger has some ([`Context::with_inventory`]).
+    inventory: Option<&'a crate::inventory::Inventory>,
     /// Whether every row is at the place it was appended at (a window a store or
     /// [`crate::window::rows_of`] made, not reordered since): a finding's lines then read
     /// their ids by their places, without their rows ([`Lines::ids`]).
@@ -289,6 +290,7 @@ impl<'a> Context<'a> {
             platforms,
             facts,
             window,
+            inventory: None,
             at_places,
         })
     }
@@ -344,6 +346,19 @@ impl<'a> Context<'a> {
     pub fn in_month(&self) -> impl Iterator<Item = &'a Row> + '_ {
         let month = self.month;
         self.charges.iter().filter(move |c| c.billing_period == month && c.is_spend())
+    }
+
+    /// The context, its rules reading `inventory` too (a volume it shows unattached is W003
+    /// from its time on, a stopped instance's volumes W001, a snapshot whose volume is gone
+    /// W004).
+    pub fn with_inventory(mut self, inventory: &'a crate::inventory::Inventory) -> Self {
+        self.inventory = Some(inventory).filter(|i| !i.is_empty());
+        self
+    }
+
+    /// The inventory snapshots, if any.
+    pub(crate) fn inventory(&self) -> Option<&'a crate::inventory::Inventory> {
+        self.inventory
     }
 
     /// Whether the platform's bills link disks, IPs and snapshots to their instances
@@ -460,7 +475,20 @@ pub fn audit_judged(
     config: &Config,
     platforms: &Platforms,
 ) -> crate::Result<Audit> {
-    let ctx = Context::new(window, month, config, platforms)?;
+    audit_inventory(rules, window, month, config, platforms, &Default::default())
+}
+
+/// [`audit_judged`], the rules reading `inventory` too (its links made in the window
+/// first: [`crate::inventory::Inventory::link_rows`]).
+pub fn audit_inventory(
+    rules: &[&dyn Rule],
+    window: &Arc<Window>,
+    month: YearMonth,
+    config: &Config,
+    platforms: &Platforms,
+    inventory: &crate::inventory::Inventory,
+) -> crate::Result<Audit> {
+    let ctx = Context::new(window, month, config, platforms)?.with_inventory(inventory);
     let not_judged = unlinked::not_judged(&ctx)?;
     let (findings, credited) = findings_of(rules, &ctx, window, config)?;
     Ok(Audit { findings, not_judged, credited })

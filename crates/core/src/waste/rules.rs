@@ -1,17 +1,16 @@
 //! The waste rules W001–W006, each a unit struct implementing [`Rule`].
 
-use std::collections::BTreeMap;
-
 use chrono::{DateTime, Duration, Utc};
 use rust_decimal::Decimal;
 
 use super::timeline::{Span, near, overlap_seconds};
-use super::unlinked::{idle_by_bill, unjudgeable};
+use super::unlinked::{
+    idle_by_bill, inventory_gone, inventory_loose, inventory_stopped, taken, unjudgeable,
+};
 use super::{Context, Finding, Lines, Rule, Severity};
-use crate::charge::{Category, Kind, Pricing};
+use crate::charge::Category;
 use crate::error::Result;
 use crate::money;
-use crate::report::money_text;
 use crate::slots::SlotMap;
 use crate::window::{Micros, Row, Sym, in_text_order};
 
@@ -36,7 +35,7 @@ fn prorated(c: &Row, spans: &[Span]) -> Result<Decimal> {
 }
 
 /// `amount × part ÷ whole`: the share of an amount, pro-rated.
-fn share_of(amount: Decimal, part: Decimal, whole: Decimal) -> Result<Decimal> {
+pub(super) fn share_of(amount: Decimal, part: Decimal, whole: Decimal) -> Result<Decimal> {
     let what = "a charge's share of its time";
     money::div(money::mul(amount, part, what)?, whole, what)
 }
@@ -186,7 +185,8 @@ fn while_off(
     let off_of = |platform: Sym, instance: Sym| {
         let (platform, instance) = (ctx.text(platform), ctx.text(instance));
         if !ctx.ran_recently(platform, instance) {
-            return None; // W003's: the instance is likely released
+            // W003's (the instance is likely released), unless the inventory shows it stopped.
+            return inventory_stopped(ctx, platform, instance, grace);
         }
         let (tl, known) = (ctx.timeline(platform, instance)?, ctx.known_span(platform)?);
         // Compute seen only at instants: when it was off is unknown.
@@ -272,6 +272,7 @@ impl Rule for UnattachedStorage {
         let storage = [Category::SystemDisk, Category::DataDisk, Category::PublicIp];
         // Rows come by the million, instances by the thousand.
         let mut ran: SlotMap<(Sym, Sym), bool> = SlotMap::default();
+        let mut loose: SlotMap<Option<Sym>, Option<Vec<Span>>> = SlotMap::default();
         for c in ctx.in_month() {
             if !storage.contains(&c.category) || !c.billed_positive() {
                 continue;
@@ -284,11 +285,21 @@ impl Rule for UnattachedStorage {
             };
             if released {
                 drafts.add(ctx, c, c.billed_cost(), (c.charge_start, c.charge_end));
+            } else if c.instance_id.is_none()
+                && let Some(spans) = loose.entry(c.resource_id, || inventory_loose(ctx, c))
+            {
+                // Unattached since the inventory snapshot that shows it so.
+                let wasted = prorated(c, spans).map_err(|e| ctx.of_charge(self, c, e))?;
+                drafts.add(ctx, c, wasted, clip(c, spans));
             }
         }
         let lookback = ctx.config.waste.lookback_days;
         drafts.findings(ctx, self, |c| {
             let why = match ctx.opt(c.instance_id) {
+                None if !ctx.links_storage(ctx.text(c.platform)) => {
+                    let spans = inventory_loose(ctx, c).unwrap_or_default();
+                    format!("is unattached in the inventory taken {}", taken(&spans))
+                }
                 None => "is linked to no instance in the bill".to_owned(),
                 Some(i) => {
                     format!("belongs to instance {i}, which had no compute in {lookback} days")
@@ -317,7 +328,16 @@ impl Rule for StaleSnapshot {
         let age = Duration::days(i64::from(n));
         let mut drafts = Drafts::default();
         for c in ctx.in_month() {
-            if c.category != Category::Snapshot || !c.billed_positive() || unjudgeable(ctx, c) {
+            if c.category != Category::Snapshot || !c.billed_positive() {
+                continue;
+            }
+            if unjudgeable(ctx, c) {
+                // Stale once the inventory shows its volume gone, whatever its age.
+                if let Some(since) = inventory_gone(ctx, c) {
+                    let spans = [(since, Micros::of(DateTime::<Utc>::MAX_UTC))];
+                    let wasted = prorated(c, &spans).map_err(|e| ctx.of_charge(self, c, e))?;
+                    drafts.add(ctx, c, wasted, clip(c, &spans));
+                }
                 continue;
             }
             let first = ctx
@@ -353,6 +373,16 @@ impl Rule for StaleSnapshot {
                     format!("its instance {i} has not run for {n} days")
                 }
                 Some(i) => format!("its instance {i} never ran in the ledger"),
+                None if unjudgeable(ctx, c) => {
+                    let since =
+                        inventory_gone(ctx, c).map(|t| taken(&[(t, t)])).unwrap_or_default();
+                    let text = format!(
+                        "The volume {} was taken from is gone in the inventory taken {since}: \
+                         delete it, or export what you need.",
+                        name_of(ctx, c)
+                    );
+                    return Ok((resource_projection(ctx, c)?, text));
+                }
                 None => "it belongs to no known instance".to_owned(),
             };
             Ok((
@@ -363,175 +393,6 @@ impl Rule for StaleSnapshot {
                 ),
             ))
         })
-    }
-}
-
-/// W005: on-demand compute that cost more in the month than a weekly or monthly plan.
-///
-/// The plan prices are the rate card's, else the lowest seen in the ledger for the same
-/// platform, GPU model and currency: a subscription purchase of compute whose length is its
-/// span (a day or more) or the plan its item names (包周/weekly 7 days, 包月/monthly 30,
-/// 包年/yearly 365), pro-rated to 30 days
-/// (plans of 28 days or more) or 7 days (shorter ones). GPU counts are not compared.
-pub struct OnDemandOverSubscription;
-
-/// Plan prices seen in the ledger, per (platform, GPU model, currency): the lowest monthly
-/// (30-day) and weekly (7-day) price.
-type SeenPlans = BTreeMap<(String, String, String), (Option<Decimal>, Option<Decimal>)>;
-
-impl OnDemandOverSubscription {
-    /// The plan prices seen in the ledger (see the rule's docs).
-    fn seen_plans(ctx: &Context<'_>) -> Result<SeenPlans> {
-        let mut seen = SeenPlans::new();
-        for c in ctx.charges {
-            let plan = c.category == Category::Compute
-                && c.kind == Kind::Purchase
-                && c.pricing == Pricing::Subscription
-                && c.billed_positive();
-            let Some(days) = plan.then(|| plan_days(ctx, c)).flatten() else { continue };
-            let Some(gpu) = model(ctx, c) else { continue };
-            let entry = seen
-                .entry((ctx.text(c.platform).to_owned(), gpu, ctx.text(c.currency).to_owned()))
-                .or_default();
-            let (slot, per) = if days >= 28 { (&mut entry.0, 30) } else { (&mut entry.1, 7) };
-            let price = share_of(c.billed_cost(), Decimal::from(per), Decimal::from(days))
-                .map_err(|e| ctx.of_charge(&OnDemandOverSubscription, c, e))?;
-            *slot = Some(slot.map_or(price, |p: Decimal| p.min(price)));
-        }
-        Ok(seen)
-    }
-
-    /// The plan prices (monthly, weekly) for a GPU model on a platform, in a currency: the rate
-    /// card's, else the lowest seen in the ledger for that length.
-    fn plans(
-        ctx: &Context<'_>,
-        seen: &SeenPlans,
-        (platform, gpu, currency): (&str, &str, &str),
-    ) -> (Option<Decimal>, Option<Decimal>) {
-        let card = ctx.config.rates.iter().find(|r| r.platform == platform && r.gpu_model == gpu);
-        let key = (platform.to_owned(), gpu.to_owned(), currency.to_owned());
-        let (seen_monthly, seen_weekly) = seen.get(&key).copied().unwrap_or_default();
-        (card.and_then(|r| r.monthly).or(seen_monthly), card.and_then(|r| r.weekly).or(seen_weekly))
-    }
-}
-
-/// The length in days of the plan a subscription purchase bought: its span when the bill
-/// gives one of a day or more, else the plan its item names (包周/weekly 7, 包月/monthly 30,
-/// 包年/yearly 365 days; 包日 and unnamed plans are not compared).
-fn plan_days(ctx: &Context<'_>, c: &Row) -> Option<i64> {
-    let secs = (c.charge_end - c.charge_start).num_seconds();
-    if secs >= 86_400 {
-        return Some(secs / 86_400);
-    }
-    let item = ctx.window().item(c).to_ascii_lowercase();
-    [("包年", 365), ("yearly", 365), ("包月", 30), ("monthly", 30), ("包周", 7), ("weekly", 7)]
-        .iter()
-        .find(|(word, _)| item.contains(word))
-        .map(|&(_, days)| days)
-}
-
-fn model(ctx: &Context<'_>, c: &Row) -> Option<String> {
-    ctx.opt(c.gpu_model).map(str::to_owned).or_else(|| {
-        ctx.opt(c.instance_id)
-            .and_then(|i| ctx.config.gpu_model_of(ctx.text(c.platform), i))
-            .map(str::to_owned)
-    })
-}
-
-impl Rule for OnDemandOverSubscription {
-    fn code(&self) -> &'static str {
-        "W005"
-    }
-    fn name(&self) -> &'static str {
-        "on-demand-over-subscription"
-    }
-    /// Every charge of the month, and each on-demand instance's charges and plans: on a
-    /// month of millions of charges it took about two fifths of the time of `traffic-heavy`
-    /// and two thirds of `unattached-storage`'s; started last, it held the audit up alone.
-    fn weight(&self) -> u32 {
-        2
-    }
-    fn check(&self, ctx: &Context<'_>) -> Result<Vec<Finding>> {
-        let mut by_instance: SlotMap<(Sym, Sym, Sym), Vec<&Row>> = SlotMap::default();
-        for c in ctx.in_month() {
-            let on_demand = c.category == Category::Compute
-                && c.kind == Kind::Usage
-                && c.pricing == Pricing::OnDemand
-                && c.billed_positive();
-            if let (true, Some(i)) = (on_demand, c.instance_id) {
-                by_instance.entry((c.platform, i, c.currency), Vec::new).push(c);
-            }
-        }
-        let mut findings = Vec::new();
-        let seen = Self::seen_plans(ctx)?;
-        let texts = |k: &(Sym, Sym, Sym)| (ctx.text(k.0), ctx.text(k.1), ctx.text(k.2));
-        for (key, charges) in in_text_order(by_instance.into_values(), texts) {
-            let (platform, instance, currency) = texts(&key);
-            // `model` of the first charge that has one: the instance's note is the same for
-            // each, so it is looked up once (the notes are a list; a month holds millions of
-            // compute rows).
-            let note = ctx.config.gpu_model_of(platform, instance);
-            let gpu = charges.iter().find_map(|c| ctx.opt(c.gpu_model).or(note));
-            let Some(gpu) = gpu.map(str::to_owned) else { continue };
-            let (monthly, weekly) = Self::plans(ctx, &seen, (platform, &gpu, currency));
-            let start = charges.iter().map(|c| c.charge_start).min().unwrap_or_default();
-            let end = charges.iter().map(|c| c.charge_end).max().unwrap_or_default();
-            let active_days = ((end - start).num_seconds() + 86_399) / 86_400;
-            let weeks = (active_days + 6) / 7;
-            let weekly = match weekly {
-                Some(w) => Some(money::mul(w, Decimal::from(weeks), "a weekly plan's price")?),
-                None => None,
-            };
-            let options = [
-                monthly.map(|m| (m, "monthly plan".to_owned())),
-                weekly.map(|w| (w, format!("{weeks}-week plan"))),
-            ];
-            let Some((best, plan)) = options.into_iter().flatten().min_by_key(|o| o.0) else {
-                continue;
-            };
-            let on_demand = money::sum(
-                charges.iter().map(|c| c.billed_cost()),
-                "an instance's on-demand cost",
-            )?;
-            let savings = money::sub(on_demand, best, "the savings of a plan")?;
-            if savings <= Decimal::ZERO {
-                continue;
-            }
-            let hours: i64 =
-                charges.iter().map(|c| (c.charge_end - c.charge_start).num_seconds()).sum::<i64>()
-                    / 3600;
-            let mut drafts = Drafts::default();
-            for c in &charges {
-                let share = share_of(c.billed_cost(), savings, on_demand)
-                    .map_err(|e| ctx.of_charge(self, c, e))?;
-                drafts.add(ctx, c, share, (c.charge_start, c.charge_end));
-            }
-            let projection = if active_days > 0 {
-                share_of(savings, Decimal::from(30), Decimal::from(active_days.min(30)))?
-            } else {
-                Decimal::ZERO
-            };
-            let text = format!(
-                "Instance {instance} ({gpu}) ran {hours} h on demand for {} {}; a {plan} costs {}: \
-                 subscribe while it runs steadily.",
-                money_text(on_demand.round_dp(2)),
-                ctx.text(charges[0].currency),
-                money_text(best.round_dp(2)),
-            );
-            // One finding per instance, whatever the resource ids of its rows.
-            let mut merged = drafts.findings(ctx, self, |_| Ok((projection, text.clone())))?;
-            if let Some(mut f) = merged.pop() {
-                for other in merged {
-                    f.charges.append(other.charges);
-                    f.amount = money::add(f.amount, other.amount, "a finding's wasted money")?;
-                    f.period_start = f.period_start.min(other.period_start);
-                    f.period_end = f.period_end.max(other.period_end);
-                }
-                f.resource_id = Some(instance.to_owned());
-                findings.push(f);
-            }
-        }
-        Ok(findings)
     }
 }
 

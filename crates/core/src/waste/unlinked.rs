@@ -17,10 +17,14 @@
 
 use rust_decimal::Decimal;
 
+use chrono::{DateTime, Utc};
+
 use super::rules::{Drafts, name_of, resource_projection};
-use super::{Context, Finding, Rule};
+use super::{Context, Finding, Rule, Span};
 use crate::charge::Category;
+use crate::inventory::State;
 use crate::money;
+use crate::window::Micros;
 use crate::window::{Row, Sym};
 
 /// The categories whose charges need a link to an instance to be judged.
@@ -74,6 +78,14 @@ pub(super) fn not_judged(ctx: &Context<'_>) -> crate::Result<Vec<NotJudged>> {
         if !c.billed_positive() || !unjudgeable(ctx, c) || idle_by_bill(ctx, c) {
             continue;
         }
+        // Judged by an inventory snapshot that names it.
+        let named = |i: &crate::inventory::Inventory| {
+            let resource = ctx.opt(c.resource_id).unwrap_or("");
+            i.state_at(ctx.text(c.platform), resource, DateTime::<Utc>::MAX_UTC).is_some()
+        };
+        if ctx.inventory().is_some_and(named) {
+            continue;
+        }
         let key = (c.platform, c.currency);
         let at = match sums.iter().position(|(k, _, _)| *k == key) {
             Some(at) => at,
@@ -122,4 +134,41 @@ pub(super) fn idle_findings(rule: &dyn Rule, ctx: &Context<'_>) -> crate::Result
             ),
         ))
     })
+}
+
+/// The spans in which the inventory shows `c`'s resource (a disk or IP no row links)
+/// unattached, from the first snapshot that shows it so; none without such a snapshot.
+pub(super) fn inventory_loose(ctx: &Context<'_>, c: &Row) -> Option<Vec<Span>> {
+    let inventory = ctx.inventory()?;
+    let resource = ctx.opt(c.resource_id)?;
+    let loose = |s: State<'_>| s == State::Loose;
+    let spans = inventory.spans(ctx.text(c.platform), resource, loose);
+    let spans: Vec<Span> = spans.into_iter().map(|(s, e)| (Micros::of(s), Micros::of(e))).collect();
+    (!spans.is_empty()).then_some(spans)
+}
+
+/// Since when the inventory shows the volume disk snapshot `c` was taken from gone.
+pub(super) fn inventory_gone(ctx: &Context<'_>, c: &Row) -> Option<Micros> {
+    let inventory = ctx.inventory()?;
+    let resource = ctx.opt(c.resource_id)?;
+    let since =
+        inventory.source_gone_since(ctx.text(c.platform), resource, DateTime::<Utc>::MAX_UTC);
+    since.map(Micros::of)
+}
+
+/// The span in which the inventory shows `instance` stopped (from its stop time, else the
+/// snapshot's, after `grace`), for an instance with no compute in the bills' look-back.
+pub(super) fn inventory_stopped(
+    ctx: &Context<'_>,
+    platform: &str,
+    instance: &str,
+    grace: chrono::Duration,
+) -> Option<Vec<Span>> {
+    let since = ctx.inventory()?.stopped_since(platform, instance, DateTime::<Utc>::MAX_UTC)?;
+    Some(vec![(Micros::of(since) + grace, Micros::of(DateTime::<Utc>::MAX_UTC))])
+}
+
+/// When the first snapshot in `spans` was taken, as a recommendation says it.
+pub(super) fn taken(spans: &[Span]) -> String {
+    spans.first().map_or(String::new(), |s| s.0.time().format("%Y-%m-%d %H:%M UTC").to_string())
 }
