@@ -179,3 +179,73 @@ fn malformed_inventories_are_refused_naming_the_file_and_where() {
     let twice = r#"{"Volumes": [{"VolumeId": "vol-1", "State": "available"}, {"VolumeId": "vol-1", "State": "available"}]}"#;
     assert!(parse_at(path, twice.as_bytes(), t).is_ok());
 }
+
+/// A disk snapshot of AWS billed daily in May 2024 (the bill names no instance): W004 once a
+/// volume listing no longer names the volume it was taken from, from that listing's time on;
+/// and not before, nor without the listing.
+#[test]
+fn a_snapshot_whose_volume_is_gone_is_stale_from_the_listing_that_shows_it() {
+    use gpuaudit_core::config::Config;
+    use gpuaudit_core::platforms::Platforms;
+    use gpuaudit_core::waste::{RULES, audit_inventory};
+    use gpuaudit_core::{Category, Charge, ChargeId, Kind, Origin, Pricing, YearMonth};
+    use rust_decimal_macros::dec;
+    let charges: Vec<Charge> = (1..=31)
+        .map(|day| {
+            let start = Utc.with_ymd_and_hms(2024, 5, day, 0, 0, 0).unwrap();
+            Charge {
+                id: ChargeId(u128::from(day)),
+                platform: "aws".into(),
+                account: None,
+                sub_account: None,
+                account_name: None,
+                sub_account_name: None,
+                billing_period: YearMonth::new(2024, 5).unwrap(),
+                charge_start: start,
+                charge_end: start + chrono::Duration::days(1),
+                resource_id: Some(
+                    "arn:aws:ec2:us-east-1:012345678910:snapshot/snap-066877671789bd71b".into(),
+                ),
+                resource_name: None,
+                instance_id: None,
+                region: None,
+                category: Category::Snapshot,
+                kind: Kind::Usage,
+                pricing: Pricing::OnDemand,
+                gpu_model: None,
+                gpu_count: None,
+                quantity: None,
+                unit: None,
+                unit_price: None,
+                list_cost: None,
+                billed_cost: dec!(1.00),
+                currency: "USD".into(),
+                balance_after: None,
+                origin: Origin {
+                    file: "cur.csv".into(),
+                    line: u64::from(day) + 1,
+                    item: "EBS:SnapshotUsage".into(),
+                },
+                service: None,
+                usage_type: Some("EBS:SnapshotUsage".into()),
+            }
+        })
+        .collect();
+    let window = std::sync::Arc::new(gpuaudit_core::window::rows_of(&charges));
+    let may = YearMonth::new(2024, 5).unwrap();
+    let audit = |snaps: &[Snapshot]| {
+        let inv = Inventory::of(snaps);
+        audit_inventory(RULES, &window, may, &Config::default(), &Platforms::default(), &inv)
+            .unwrap()
+    };
+    let snapshots = read("aws/describe-snapshots.json");
+    // The snapshots alone: whether the volume exists is not known.
+    assert!(audit(std::slice::from_ref(&snapshots)).findings.is_empty());
+    // A volume listing of May 10 that does not name vol-0aaaaaaaaaaaaaaaa: stale from then.
+    let mut volumes = read("aws/describe-volumes.json");
+    volumes.taken = Utc.with_ymd_and_hms(2024, 5, 10, 0, 0, 0).unwrap();
+    let found = audit(&[snapshots, volumes]).findings;
+    assert_eq!(found.len(), 1, "{found:?}");
+    assert_eq!((found[0].code, found[0].amount), ("W004", dec!(22.00)), "May 10 to 31: 22 days");
+    assert!(found[0].recommendation.contains("is gone in the inventory taken 2024-05-10"));
+}

@@ -320,16 +320,31 @@ impl Inventory {
         }
         let linkable =
             [Category::SystemDisk, Category::DataDisk, Category::PublicIp, Category::Snapshot];
+        // Each resource's states found once (a month bills a disk hour after hour), then the
+        // state at each row's time by halving.
+        type States<'s> = Option<&'s [(Time, Held)]>;
+        let mut memo: std::collections::HashMap<
+            (crate::window::Sym, crate::window::Sym),
+            States<'_>,
+        > = Default::default();
         let mut found: Vec<(usize, crate::window::Sym, String)> = Vec::new();
         for (at, r) in window.rows.iter().enumerate() {
             let (None, Some(resource)) = (r.instance_id, r.resource_id) else { continue };
             if !linkable.contains(&r.category) {
                 continue;
             }
-            let platform = texts.get(r.platform);
-            if let Some(i) = self.instance_at(platform, texts.get(resource), r.charge_start.time())
-            {
-                found.push((at, r.platform, i));
+            let states = *memo.entry((r.platform, resource)).or_insert_with(|| {
+                let platform = texts.get(r.platform);
+                let id = key(texts.get(resource));
+                let id =
+                    self.sources.get(&(platform.to_owned(), id.clone())).cloned().unwrap_or(id);
+                self.states.get(&(platform.to_owned(), id)).map(Vec::as_slice)
+            });
+            let Some(states) = states else { continue };
+            let t = r.charge_start.time();
+            let i = states.partition_point(|(from, _)| *from <= t);
+            if let Some((_, Held::On(instance))) = i.checked_sub(1).and_then(|i| states.get(i)) {
+                found.push((at, r.platform, instance.clone()));
             }
         }
         for (at, platform, instance) in &found {

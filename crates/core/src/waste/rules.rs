@@ -272,7 +272,7 @@ impl Rule for UnattachedStorage {
         let storage = [Category::SystemDisk, Category::DataDisk, Category::PublicIp];
         // Rows come by the million, instances by the thousand.
         let mut ran: SlotMap<(Sym, Sym), bool> = SlotMap::default();
-        let mut loose: SlotMap<Option<Sym>, Option<Vec<Span>>> = SlotMap::default();
+        let mut loose: SlotMap<(Sym, Option<Sym>), Option<Vec<Span>>> = SlotMap::default();
         for c in ctx.in_month() {
             if !storage.contains(&c.category) || !c.billed_positive() {
                 continue;
@@ -286,7 +286,8 @@ impl Rule for UnattachedStorage {
             if released {
                 drafts.add(ctx, c, c.billed_cost(), (c.charge_start, c.charge_end));
             } else if c.instance_id.is_none()
-                && let Some(spans) = loose.entry(c.resource_id, || inventory_loose(ctx, c))
+                && let Some(spans) =
+                    loose.entry((c.platform, c.resource_id), || inventory_loose(ctx, c))
             {
                 // Unattached since the inventory snapshot that shows it so.
                 let wasted = prorated(c, spans).map_err(|e| ctx.of_charge(self, c, e))?;

@@ -74,6 +74,8 @@ pub(super) fn unjudgeable(ctx: &Context<'_>, c: &Row) -> bool {
 /// the bill says were idle), per platform and currency, in their texts' order.
 pub(super) fn not_judged(ctx: &Context<'_>) -> crate::Result<Vec<NotJudged>> {
     let mut sums: Vec<((Sym, Sym), money::Sum, u64)> = Vec::new();
+    // Whether an inventory snapshot names each resource, found once per resource.
+    let mut judged: rustc_hash::FxHashMap<(Sym, Option<Sym>), bool> = Default::default();
     for c in ctx.in_month() {
         if !c.billed_positive() || !unjudgeable(ctx, c) || idle_by_bill(ctx, c) {
             continue;
@@ -83,6 +85,7 @@ pub(super) fn not_judged(ctx: &Context<'_>) -> crate::Result<Vec<NotJudged>> {
             let resource = ctx.opt(c.resource_id).unwrap_or("");
             i.state_at(ctx.text(c.platform), resource, DateTime::<Utc>::MAX_UTC).is_some()
         };
+        let named = |i| *judged.entry((c.platform, c.resource_id)).or_insert_with(|| named(i));
         if ctx.inventory().is_some_and(named) {
             continue;
         }
