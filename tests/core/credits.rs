@@ -25,32 +25,18 @@ fn charge(
     Charge {
         id: ChargeId(n as u128 + 1),
         platform: "aliyun".into(),
-        account: None,
-        sub_account: None,
-        account_name: None,
-        sub_account_name: None,
         billing_period: YearMonth::new(2024, 5).unwrap(),
         charge_start: start,
         charge_end: end,
         resource_id: resource.map(Into::into),
-        resource_name: None,
-        instance_id: None,
-        region: None,
         category: Category::DataDisk,
         kind,
         pricing: Pricing::OnDemand,
-        gpu_model: None,
-        gpu_count: None,
-        quantity: None,
-        unit: None,
-        unit_price: None,
-        list_cost: None,
         billed_cost: billed,
         currency: "CNY".into(),
-        balance_after: None,
         origin: Origin { file: "bill.csv".into(), line: n as u64 + 2, item: "数据盘".into() },
-        service: None,
         usage_type: Some(usage.into()),
+        ..Charge::blank()
     }
 }
 

@@ -188,7 +188,7 @@ fn a_snapshot_whose_volume_is_gone_is_stale_from_the_listing_that_shows_it() {
     use gpuaudit_core::config::Config;
     use gpuaudit_core::platforms::Platforms;
     use gpuaudit_core::waste::{RULES, audit_inventory};
-    use gpuaudit_core::{Category, Charge, ChargeId, Kind, Origin, Pricing, YearMonth};
+    use gpuaudit_core::{Category, Charge, ChargeId, Origin, YearMonth};
     use rust_decimal_macros::dec;
     let charges: Vec<Charge> = (1..=31)
         .map(|day| {
@@ -196,38 +196,22 @@ fn a_snapshot_whose_volume_is_gone_is_stale_from_the_listing_that_shows_it() {
             Charge {
                 id: ChargeId(u128::from(day)),
                 platform: "aws".into(),
-                account: None,
-                sub_account: None,
-                account_name: None,
-                sub_account_name: None,
                 billing_period: YearMonth::new(2024, 5).unwrap(),
                 charge_start: start,
                 charge_end: start + chrono::Duration::days(1),
                 resource_id: Some(
                     "arn:aws:ec2:us-east-1:012345678910:snapshot/snap-066877671789bd71b".into(),
                 ),
-                resource_name: None,
-                instance_id: None,
-                region: None,
                 category: Category::Snapshot,
-                kind: Kind::Usage,
-                pricing: Pricing::OnDemand,
-                gpu_model: None,
-                gpu_count: None,
-                quantity: None,
-                unit: None,
-                unit_price: None,
-                list_cost: None,
                 billed_cost: dec!(1.00),
                 currency: "USD".into(),
-                balance_after: None,
                 origin: Origin {
                     file: "cur.csv".into(),
                     line: u64::from(day) + 1,
                     item: "EBS:SnapshotUsage".into(),
                 },
-                service: None,
                 usage_type: Some("EBS:SnapshotUsage".into()),
+                ..Charge::blank()
             }
         })
         .collect();

@@ -389,8 +389,9 @@ impl Charge {
         self.kind != Kind::Payment
     }
 
-    /// A charge with every field empty or zero (a parser fills it in place).
-    pub(crate) fn blank() -> Self {
+    /// A charge with every field empty or zero (a parser fills it in place; a program
+    /// building charges names the fields it has and takes the rest from it).
+    pub fn blank() -> Self {
         let epoch = DateTime::<Utc>::UNIX_EPOCH;
         Charge {
             id: ChargeId(0),

@@ -83,9 +83,7 @@ impl Store {
         platforms: &Platforms,
         evidence: bool,
     ) -> Result<Vec<Finding>> {
-        let months = waste::months_to_read(month, config);
-        let window = self.audit_window(month, months, evidence)?;
-        waste::audit_rows(rules, &Arc::new(window), month, config, platforms)
+        Ok(self.audit_judged(month, config, rules, platforms, evidence)?.findings)
     }
 
     /// The window an audit of `month` reads: `months`, of the look-back only compute.
@@ -155,6 +153,9 @@ impl Store {
         // rows with these unlinked again, linked among themselves, as its own read would.
         let unlinked: Vec<bool> = all.rows.iter().map(|r| r.instance_id.is_none()).collect();
         crate::window::link_rows(&mut all.rows);
+        // The inventory's links too, as `audit` and `cost` make them.
+        let inventory = crate::inventory::Inventory::of(&self.inventory_snapshots()?);
+        inventory.link_rows(&mut all);
         let all = Arc::new(all);
         let window_for = |wanted: &[YearMonth]| {
             let read = |r: &crate::window::Row| wanted.contains(&r.billing_period);
@@ -169,6 +170,7 @@ impl Store {
                 }
             }
             crate::window::link_rows(&mut w.rows);
+            inventory.link_rows(&mut w);
             Arc::new(w)
         };
         // One use at a time, each window of its own dropped after it (but the findings',
@@ -188,7 +190,9 @@ impl Store {
         let discrepancies = reconcile::check_rows(reconcile::CHECKS, &around, month, &input)?;
         drop(around);
         let look_back = window_for(&waste::months_to_read(month, config));
-        let findings = waste::audit_rows(waste::RULES, &look_back, month, config, platforms)?;
+        let findings =
+            waste::audit_inventory(waste::RULES, &look_back, month, config, platforms, &inventory)?
+                .findings;
         Ok(Review { findings, discrepancies, cost })
     }
 
