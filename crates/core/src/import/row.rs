@@ -27,7 +27,7 @@ pub struct Column {
 /// names, the provider that gives a FOCUS row its platform): a row's content identity still
 /// hashes their cells as cells the profile does not read, so that reading them changed no
 /// charge's id (`tests/cli/real.rs` re-imports into a ledger written before).
-pub(crate) const HASHED_AS_CELLS: [&str; 9] = [
+pub(crate) const HASHED_AS_CELLS: [&str; 10] = [
     "sub_account",
     "account_name",
     "sub_account_name",
@@ -37,6 +37,7 @@ pub(crate) const HASHED_AS_CELLS: [&str; 9] = [
     "x_usage_type",
     "x_operation",
     "sku_price_id",
+    "meter_id",
 ];
 
 /// One data row of a bill, with accessors that report problems at its location.
