@@ -490,6 +490,19 @@ pub fn link_to_instances(charges: &mut [Charge]) -> usize {
     linked.len()
 }
 
+/// Which compute rows carry no GPU (a profile's `[no_gpu]`: AutoDL's 无卡模式).
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct NoGpu {
+    /// Words of the row's item (ASCII case ignored) that say so (`无卡`).
+    #[serde(default)]
+    pub words: Vec<String>,
+    /// The most an hour of it costs (`"0.10"`): a compute row billed at this hourly rate or
+    /// less is of no GPU.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_hourly: Option<rust_decimal::Decimal>,
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

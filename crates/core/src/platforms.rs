@@ -43,7 +43,7 @@ pub struct BillFacts {
     /// Regexes of the instance ids that are virtual machines; empty: every instance is one.
     pub vm_ids: Vec<String>,
     /// Which compute rows carry no GPU (AutoDL's 无卡模式), if the bills have such rows.
-    pub no_gpu: Option<crate::import::NoGpu>,
+    pub no_gpu: Option<crate::charge::NoGpu>,
 }
 
 impl Default for BillFacts {

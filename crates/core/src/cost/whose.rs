@@ -12,7 +12,7 @@ use crate::window::{Row, Sym, Window};
 
 /// A platform's facts as the report reads them: its sym, whether its bills link storage, its
 /// VM id patterns (none: every instance is one), and which compute rows carry no GPU.
-type Facts = (Sym, bool, Option<Vec<regex::Regex>>, Option<crate::import::NoGpu>);
+type Facts = (Sym, bool, Option<Vec<regex::Regex>>, Option<crate::charge::NoGpu>);
 
 /// Whose a line is: an instance's, or what [`Apart`] says (a service by its sym).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]

@@ -38,14 +38,14 @@ mod parser;
 mod registry;
 mod schema;
 
-pub use crate::charge::UnitPriceOf;
+pub use crate::charge::{NoGpu, UnitPriceOf};
 pub use compile::Profile;
 use compile::*;
 pub use parser::Parsed;
 pub(crate) use parser::Parser;
 pub use registry::{builtin, load_dir, with_extra};
 pub use schema::{
-    ClassRule, Classifier, ColumnSpec, Direction, Extract, GpuModel, NoGpu, OneOrMany, PeriodSpec,
+    ClassRule, Classifier, ColumnSpec, Direction, Extract, GpuModel, OneOrMany, PeriodSpec,
     ProfileSpec, ProviderSpec, RefusedColumn, ResourceRule, SignSpec, SpanRule, TimeRule,
     TimesSpec,
 };

@@ -3,7 +3,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::charge::{Category, Kind, Pricing, UnitPriceOf};
+use crate::charge::{Category, Kind, NoGpu, Pricing, UnitPriceOf};
 use crate::parse::{DateOrder, DecimalSeparator};
 
 /// A bill format, as written in a profile file.
@@ -400,17 +400,4 @@ pub struct GpuModel {
     /// has for the count (`gpu_count`) is read first.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub gpus: Option<u16>,
-}
-
-/// Which compute rows carry no GPU ([`ProfileSpec::no_gpu`]).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct NoGpu {
-    /// Words of the row's item (ASCII case ignored) that say so (`无卡`).
-    #[serde(default)]
-    pub words: Vec<String>,
-    /// The most an hour of it costs (`"0.10"`): a compute row billed at this hourly rate or
-    /// less is of no GPU.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub max_hourly: Option<rust_decimal::Decimal>,
 }
