@@ -320,6 +320,8 @@ struct Tally {
     rounded: BTreeMap<String, super::Rounding>,
     /// The file's ids, for a sink that keeps none.
     own_ids: IdIndex,
+    /// Per content met more than once in the file, the next occurrence to try.
+    next_occurrence: rustc_hash::FxHashMap<u128, u32>,
 }
 
 impl Tally {
@@ -332,22 +334,30 @@ impl Tally {
         let (id, new) = match seed {
             IdSeed::Native(id) => (id, index.claim(id.0, file)? == Claim::New),
             // The occurrence number of a row among identical rows of the file: the first
-            // occurrence this file has not given yet. Identical rows are rare, so this keeps
-            // one id per row instead of a counter per distinct content.
-            IdSeed::Content(key, first) => (0..)
-                .find_map(|occurrence| {
-                    let id = if occurrence == 0 {
-                        first
-                    } else {
-                        ChargeId::from_content(key, occurrence)
-                    };
-                    match index.claim(id.0, file) {
-                        Ok(Claim::Given) => None,
-                        Ok(claim) => Some(Ok((id, claim == Claim::New))),
-                        Err(e) => Some(Err(e)),
-                    }
-                })
-                .unwrap_or(Ok((ChargeId(0), false)))?,
+            // occurrence this file has not given yet, tried from the one after the last this
+            // content was given (remembered only for contents met twice, which are rare): the
+            // k-th of n identical rows is found in one probe, not k (n² probes in all).
+            IdSeed::Content(key, first) => {
+                let start = self.next_occurrence.get(&key).copied().unwrap_or(0);
+                let found = (start..)
+                    .find_map(|occurrence| {
+                        let id = if occurrence == 0 {
+                            first
+                        } else {
+                            ChargeId::from_content(key, occurrence)
+                        };
+                        match index.claim(id.0, file) {
+                            Ok(Claim::Given) => None,
+                            Ok(claim) => Some(Ok((id, claim == Claim::New, occurrence))),
+                            Err(e) => Some(Err(e)),
+                        }
+                    })
+                    .unwrap_or(Ok((ChargeId(0), false, u32::MAX)))?;
+                if found.2 > 0 && found.2 < u32::MAX {
+                    self.next_occurrence.insert(key, found.2 + 1);
+                }
+                (found.0, found.1)
+            }
         };
         sink.charge(&facts, id, new)?;
         Ok(new)
@@ -427,6 +437,7 @@ fn consume<S: Sink>(
         months: BTreeSet::new(),
         rounded: BTreeMap::new(),
         own_ids: IdIndex::in_memory(),
+        next_occurrence: Default::default(),
     };
     let mut next = 0u64;
     let mut waiting: BTreeMap<u64, Slot<S::Batch>> = BTreeMap::new();
