@@ -38,7 +38,7 @@ impl Store {
         rules: &[&dyn Rule],
         platforms: &Platforms,
     ) -> Result<Vec<Finding>> {
-        self.audit_reading(month, config, rules, platforms, true)
+        Ok(self.audit_judged(month, config, rules, platforms, true)?.findings)
     }
 
     /// [`Store::audit`] for an output that does not show where each bill line was read
@@ -53,7 +53,7 @@ impl Store {
         rules: &[&dyn Rule],
         platforms: &Platforms,
     ) -> Result<Vec<Finding>> {
-        self.audit_reading(month, config, rules, platforms, false)
+        Ok(self.audit_judged(month, config, rules, platforms, false)?.findings)
     }
 
     /// [`Store::audit`] (with `evidence`) or [`Store::audit_without_evidence`], with the
@@ -72,18 +72,6 @@ impl Store {
         let inventory = crate::inventory::Inventory::of(&self.inventory_snapshots()?);
         inventory.link_rows(&mut window);
         waste::audit_inventory(rules, &Arc::new(window), month, config, platforms, &inventory)
-    }
-
-    /// [`Store::audit`], reading the files and lines of the month's charges if `evidence`.
-    fn audit_reading(
-        &self,
-        month: YearMonth,
-        config: &Config,
-        rules: &[&dyn Rule],
-        platforms: &Platforms,
-        evidence: bool,
-    ) -> Result<Vec<Finding>> {
-        Ok(self.audit_judged(month, config, rules, platforms, evidence)?.findings)
     }
 
     /// The window an audit of `month` reads: `months`, of the look-back only compute.
